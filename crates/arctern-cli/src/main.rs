@@ -1,0 +1,3 @@
+//! The `arctern` command.
+
+fn main() {}

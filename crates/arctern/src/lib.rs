@@ -1,0 +1,1 @@
+//! arctern runtime (under construction).
