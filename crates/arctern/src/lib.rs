@@ -1,1 +1,3 @@
 //! arctern runtime (under construction).
+
+pub mod state;

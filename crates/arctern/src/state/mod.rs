@@ -1,0 +1,1 @@
+//! Request-state sealing (under construction).
