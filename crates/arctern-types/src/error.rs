@@ -8,8 +8,12 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::capabilities::ClientCapabilities;
+use crate::jsonrpc::JsonRpcErrorResponse;
 
 /// A JSON-RPC error code.
 ///
@@ -210,6 +214,56 @@ impl ErrorObject {
     }
 }
 
+impl ErrorObject {
+    /// `-32021` MissingRequiredClientCapability with `data.requiredCapabilities` set to
+    /// `required` (see [`InputRequest::required_capabilities`](crate::mrtr::InputRequest::required_capabilities)).
+    pub fn missing_required_capabilities(required: &ClientCapabilities) -> Self {
+        Self::missing_client_capability(serde_json::to_value(required).unwrap_or(Value::Null))
+    }
+
+    /// `data` decoded into `T`; `None` when there is no data.
+    pub fn data_as<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
+        Some(T::deserialize(self.data.as_ref()?))
+    }
+}
+
+/// `ParseError`: an [`ErrorObject`] with code `-32700`.
+pub type ParseError = ErrorObject;
+/// `InvalidRequestError`: an [`ErrorObject`] with code `-32600`.
+pub type InvalidRequestError = ErrorObject;
+/// `MethodNotFoundError`: an [`ErrorObject`] with code `-32601`.
+pub type MethodNotFoundError = ErrorObject;
+/// `InvalidParamsError`: an [`ErrorObject`] with code `-32602`.
+pub type InvalidParamsError = ErrorObject;
+/// `InternalError`: an [`ErrorObject`] with code `-32603`.
+pub type InternalError = ErrorObject;
+/// `HeaderMismatchError`: an error response with code `-32020`
+/// ([`ErrorObject::header_mismatch`]).
+pub type HeaderMismatchError = JsonRpcErrorResponse;
+/// `UnsupportedProtocolVersionError`: an error response with code `-32022` and
+/// [`UnsupportedProtocolVersionData`] ([`ErrorObject::unsupported_protocol_version`]).
+pub type UnsupportedProtocolVersionError = JsonRpcErrorResponse;
+/// `MissingRequiredClientCapabilityError`: an error response with code `-32021` and
+/// [`MissingRequiredClientCapabilityData`] ([`ErrorObject::missing_required_capabilities`]).
+pub type MissingRequiredClientCapabilityError = JsonRpcErrorResponse;
+
+/// The `data` of an UnsupportedProtocolVersion error (`-32022`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnsupportedProtocolVersionData {
+    /// The versions the server supports.
+    pub supported: Vec<String>,
+    /// The version the request asked for, echoed.
+    pub requested: String,
+}
+
+/// The `data` of a MissingRequiredClientCapability error (`-32021`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MissingRequiredClientCapabilityData {
+    /// The capabilities the request needs, as a capabilities object.
+    pub required_capabilities: ClientCapabilities,
+}
+
 impl fmt::Display for ErrorObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (code {})", self.message, self.code.0)
@@ -241,6 +295,27 @@ mod tests {
                    "data": {"supported": ["2026-07-28"], "requested": "1900-01-01"}})
         );
         assert_eq!(e.supported_versions().unwrap(), vec!["2026-07-28"]);
+    }
+
+    #[test]
+    fn typed_error_data() {
+        let e = ErrorObject::unsupported_protocol_version(&["2026-07-28"], "v9");
+        let d: UnsupportedProtocolVersionData = e.data_as().unwrap().unwrap();
+        assert_eq!(d.requested, "v9");
+        let caps: ClientCapabilities = serde_json::from_value(json!({"sampling": {}})).unwrap();
+        let e = ErrorObject::missing_required_capabilities(&caps);
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({"code": -32021, "message": "Missing required client capability",
+                   "data": {"requiredCapabilities": {"sampling": {}}}})
+        );
+        let d: MissingRequiredClientCapabilityData = e.data_as().unwrap().unwrap();
+        assert!(d.required_capabilities.supports_sampling());
+        assert!(
+            ErrorObject::internal_error("x")
+                .data_as::<Value>()
+                .is_none()
+        );
     }
 
     #[test]

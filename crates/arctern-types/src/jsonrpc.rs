@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -125,6 +125,7 @@ impl<'de> Deserialize<'de> for RequestId {
 
 /// A request that expects a response.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
 pub struct JsonRpcRequest<P = Box<RawValue>> {
     /// Always `"2.0"`.
     pub jsonrpc: JsonRpcVersion,
@@ -151,6 +152,7 @@ impl<P> JsonRpcRequest<P> {
 
 /// A one-way message that is never answered.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
 pub struct JsonRpcNotification<P = Box<RawValue>> {
     /// Always `"2.0"`.
     pub jsonrpc: JsonRpcVersion,
@@ -222,6 +224,56 @@ impl JsonRpcErrorResponse {
     }
 }
 
+/// Either kind of response (`JSONRPCResponse`): a result or an error.
+///
+/// Deserializing looks for an `error` member: present means [`JsonRpcResponseOrError::Error`],
+/// absent means [`JsonRpcResponseOrError::Result`].
+#[derive(Debug, Clone)]
+pub enum JsonRpcResponseOrError<R = Value> {
+    /// A successful response.
+    Result(JsonRpcResponse<R>),
+    /// An error response.
+    Error(JsonRpcErrorResponse),
+}
+
+impl<R: Serialize> Serialize for JsonRpcResponseOrError<R> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            JsonRpcResponseOrError::Result(r) => r.serialize(s),
+            JsonRpcResponseOrError::Error(e) => e.serialize(s),
+        }
+    }
+}
+
+impl<'de, R: DeserializeOwned> Deserialize<'de> for JsonRpcResponseOrError<R> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = crate::util::buffer_object(d, "a JSON-RPC response (an object)")?;
+        if map.contains_key("error") {
+            crate::util::from_object(map).map(JsonRpcResponseOrError::Error)
+        } else {
+            crate::util::from_object(map).map(JsonRpcResponseOrError::Result)
+        }
+    }
+}
+
+impl<R> JsonRpcResponseOrError<R> {
+    /// The id of the request answered (absent only on an error whose request id was unreadable).
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            JsonRpcResponseOrError::Result(r) => Some(&r.id),
+            JsonRpcResponseOrError::Error(e) => e.id.as_ref(),
+        }
+    }
+
+    /// The result, or the error object.
+    pub fn into_result(self) -> Result<R, ErrorObject> {
+        match self {
+            JsonRpcResponseOrError::Result(r) => Ok(r.result),
+            JsonRpcResponseOrError::Error(e) => Err(e.error),
+        }
+    }
+}
+
 fn nullable_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RequestId>, D::Error> {
     Option::<RequestId>::deserialize(d)
 }
@@ -287,6 +339,9 @@ impl JsonRpcMessage {
     /// Invalid JSON gives `-32700`; valid JSON that is not a single JSON-RPC 2.0 message
     /// (a batch, a wrong member type, a missing `method`) gives `-32600`, with the message's id
     /// when it can be read.
+    // The error is only built for malformed input and answered at once; boxing it would cost
+    // every caller an allocation-shaped API for no gain.
+    #[allow(clippy::result_large_err)]
     pub fn from_slice(bytes: &[u8]) -> Result<JsonRpcMessage, MessageError> {
         match serde_json::from_slice::<RawMessage>(bytes) {
             Ok(raw) => raw.classify(),
@@ -346,6 +401,7 @@ impl std::str::FromStr for JsonRpcMessage {
 }
 
 impl RawMessage {
+    #[allow(clippy::result_large_err)]
     fn classify(self) -> Result<JsonRpcMessage, MessageError> {
         let invalid = |id: Option<RequestId>, msg: &'static str| MessageError {
             id,
@@ -453,6 +509,21 @@ mod tests {
         assert_eq!(e.id, Some(RequestId::Number(5)));
         let e = JsonRpcMessage::from_slice(b"42").unwrap_err();
         assert_eq!(e.error.code, ErrorCode::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn response_or_error() {
+        let r: JsonRpcResponseOrError =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "result": {"a": 1}})).unwrap();
+        assert_eq!(r.id(), Some(&RequestId::Number(1)));
+        assert_eq!(r.into_result().unwrap(), json!({"a": 1}));
+        let v = json!({"jsonrpc": "2.0", "id": "x", "error": {"code": -32601, "message": "m"}});
+        let r: JsonRpcResponseOrError = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&r).unwrap(), v);
+        assert_eq!(
+            r.into_result().unwrap_err().code,
+            ErrorCode::METHOD_NOT_FOUND
+        );
     }
 
     #[test]

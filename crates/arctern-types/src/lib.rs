@@ -14,28 +14,141 @@
 //!   [`ResultType::COMPLETE`].
 //! - Open objects (results, capabilities) keep unknown members in an `extra` map, so nothing
 //!   a newer peer sends is lost on a round trip.
+//! - Free-form JSON (tool schemas, arguments, `structuredContent`) is kept verbatim.
+//! - Constant discriminators (`"type": "text"`, `"method": "roots/list"`, …) are zero-sized
+//!   fields from [`tags`], filled in by `Default` and every constructor. Unions pick their
+//!   variant deterministically from those members; each union documents its rule.
+//! - Integral values of `number` members held as `f64` are written as JSON integers.
+//!
+//! # Names
+//!
+//! Every `$def` of the 2026-07-28 schema has a Rust item of the same name, with these
+//! exceptions:
+//!
+//! | schema | Rust |
+//! | --- | --- |
+//! | `JSONRPCRequest`, `JSONRPCNotification`, `JSONRPCErrorResponse`, `JSONRPCMessage` | [`JsonRpcRequest`], [`JsonRpcNotification`], [`JsonRpcErrorResponse`], [`JsonRpcMessage`] |
+//! | `JSONRPCResultResponse`, `JSONRPCResponse` | [`JsonRpcResponse`], [`JsonRpcResponseOrError`] |
+//! | `JSONValue`, `JSONObject`, `JSONArray` | [`JsonValue`], [`JsonObject`], [`JsonArray`] |
+//! | `MetaObject`, `RequestMetaObject`, `NotificationMetaObject`, `ResultMetaObject`, `SubscriptionsListenResultMetaObject` | [`Meta`], [`RequestMeta`], [`NotificationMeta`], [`ResultMeta`], [`SubscriptionsListenResultMeta`] |
+//! | `Error` | [`ErrorObject`] |
+//! | `Request`, `Notification`, `Result` | [`GenericRequest`], [`GenericNotification`], [`GenericResult`] |
+//! | `ElicitRequestURLParams` | [`ElicitRequestUrlParams`] |
+//! | `ResourceContents` (the abstract base) | [`ResourceContents`] is the text-or-blob union every use site takes |
+//!
+//! Whole JSON-RPC messages are aliases of the generic envelopes, for example
+//! [`CallToolRequest`] = `JsonRpcRequest<CallToolRequestParams>` and [`CallToolResultResponse`]
+//! = `JsonRpcResponse<MaybeInputRequired<CallToolResult>>`. The typed error objects
+//! (`ParseError`, `HeaderMismatchError`, …) are aliases in [`error`]. The union aliases
+//! `ClientRequest`, `ServerNotification`, … are in [`methods`], which also links every method to
+//! its params and result types.
 //!
 //! [arctern]: https://docs.rs/arctern
 
+pub mod base;
 pub mod capabilities;
+pub mod completion;
+pub mod content;
+pub mod discover;
+pub mod elicitation;
 pub mod error;
 pub mod implementation;
 pub mod jsonrpc;
 pub mod logging;
 pub mod meta;
+pub mod methods;
+pub mod mrtr;
+pub mod notifications;
 pub mod progress;
+pub mod prompts;
+pub mod resources;
 pub mod result;
+pub mod roots;
+pub mod sampling;
+pub mod subscriptions;
+pub mod tags;
+pub mod tools;
 pub mod version;
 
+mod util;
+
+#[cfg(feature = "schema-check")]
+#[doc(hidden)]
+pub mod schema_check;
+
+pub use base::{
+    BaseMetadata, Cacheable, CacheableResult, GenericNotification, GenericRequest, GenericResult,
+    Icons, NotificationMeta, NotificationParams, PaginatedRequest, PaginatedRequestParams,
+    PaginatedResult, RequestParams, ResultMeta,
+};
 pub use capabilities::{ClientCapabilities, ServerCapabilities};
+pub use completion::{
+    CompleteArgument, CompleteContext, CompleteRequest, CompleteRequestParams, CompleteResult,
+    CompleteResultResponse, Completion, CompletionReference, PromptReference,
+    ResourceTemplateReference,
+};
+pub use content::{
+    Annotations, AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
+    ResourceContents, ResourceLink, Role, TextContent, TextResourceContents,
+};
+pub use discover::{
+    DiscoverRequest, DiscoverRequestParams, DiscoverResult, DiscoverResultResponse,
+};
+pub use elicitation::{
+    BooleanSchema, ElicitAction, ElicitContent, ElicitRequest, ElicitRequestFormParams,
+    ElicitRequestParams, ElicitRequestUrlParams, ElicitResult, ElicitValue, EnumOption, EnumSchema,
+    LegacyTitledEnumSchema, MultiSelectEnumSchema, NumberSchema, NumberType,
+    PrimitiveSchemaDefinition, RequestedSchema, SchemaProperties, SingleSelectEnumSchema,
+    StringFormat, StringSchema, TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema,
+    UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
+};
 pub use error::{ErrorCode, ErrorObject};
 pub use implementation::{Icon, Implementation};
 pub use jsonrpc::{
     JsonRpcErrorResponse, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
-    RequestId,
+    JsonRpcResponseOrError, RequestId,
 };
-pub use logging::LoggingLevel;
-pub use meta::{JsonObject, Meta, RequestMeta};
-pub use progress::ProgressToken;
-pub use result::{CacheScope, Cursor, ResultType};
+pub use logging::{LoggingLevel, LoggingMessageNotificationParams};
+pub use meta::{JsonArray, JsonObject, JsonValue, Meta, RequestMeta};
+pub use mrtr::{
+    InputRequest, InputRequestKind, InputRequests, InputRequiredResult, InputResponse,
+    InputResponseRequestParams, InputResponses, MaybeInputRequired,
+};
+pub use notifications::{
+    CancelledNotification, CancelledNotificationParams, LoggingMessageNotification,
+    ProgressNotification, PromptListChangedNotification, ResourceListChangedNotification,
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParams, ToolListChangedNotification,
+};
+pub use progress::{ProgressNotificationParams, ProgressToken};
+pub use prompts::{
+    GetPromptRequest, GetPromptRequestParams, GetPromptResult, GetPromptResultResponse,
+    ListPromptsRequest, ListPromptsRequestParams, ListPromptsResult, ListPromptsResultResponse,
+    Prompt, PromptArgument, PromptMessage,
+};
+pub use resources::{
+    ListResourceTemplatesRequest, ListResourceTemplatesRequestParams, ListResourceTemplatesResult,
+    ListResourceTemplatesResultResponse, ListResourcesRequest, ListResourcesRequestParams,
+    ListResourcesResult, ListResourcesResultResponse, ReadResourceRequest,
+    ReadResourceRequestParams, ReadResourceResult, ReadResourceResultResponse, Resource,
+    ResourceRequestParams, ResourceTemplate,
+};
+pub use result::{CacheScope, Cursor, EmptyResult, ResultType};
+pub use roots::{ListRootsRequest, ListRootsRequestParams, ListRootsResult, Root};
+pub use sampling::{
+    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, IncludeContext,
+    ModelHint, ModelPreferences, SamplingMessage, SamplingMessageContent,
+    SamplingMessageContentBlock, StopReason, ToolChoice, ToolChoiceMode, ToolResultContent,
+    ToolUseContent,
+};
+pub use subscriptions::{
+    SubscriptionFilter, SubscriptionsAcknowledgedNotification,
+    SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequest,
+    SubscriptionsListenRequestParams, SubscriptionsListenResult, SubscriptionsListenResultMeta,
+    SubscriptionsListenResultResponse,
+};
+pub use tools::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CallToolResultResponse,
+    ListToolsRequest, ListToolsRequestParams, ListToolsResult, ListToolsResultResponse, Tool,
+    ToolAnnotations,
+};
 pub use version::ProtocolVersion;

@@ -14,6 +14,12 @@ use crate::progress::ProgressToken;
 /// A JSON object (`JSONObject`).
 pub type JsonObject = Map<String, Value>;
 
+/// Any JSON value (`JSONValue`).
+pub type JsonValue = Value;
+
+/// A JSON array (`JSONArray`).
+pub type JsonArray = Vec<Value>;
+
 /// The contents of a `_meta` member: an open JSON object.
 pub type Meta = Map<String, Value>;
 

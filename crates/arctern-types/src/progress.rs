@@ -49,10 +49,16 @@ impl From<&str> for ProgressToken {
 pub struct ProgressNotificationParams {
     /// The token from the request's `_meta.progressToken`.
     pub progress_token: ProgressToken,
-    /// Progress so far; increases with every notification.
+    /// Progress so far; increases with every notification. Integral values are written as
+    /// JSON integers.
+    #[serde(serialize_with = "crate::util::compact_f64_required")]
     pub progress: f64,
     /// Total, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::util::compact_f64"
+    )]
     pub total: Option<f64>,
     /// A human-readable description of the current step.
     #[serde(default, skip_serializing_if = "Option::is_none")]

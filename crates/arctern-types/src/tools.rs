@@ -1,0 +1,335 @@
+//! Tools: `tools/list` and `tools/call`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::base::{PaginatedRequestParams, impl_cacheable};
+use crate::content::ContentBlock;
+use crate::implementation::Icon;
+use crate::jsonrpc::{JsonRpcRequest, JsonRpcResponse};
+use crate::meta::{JsonObject, Meta, RequestMeta};
+use crate::mrtr::{InputResponses, MaybeInputRequired};
+use crate::result::{CacheScope, Cursor, ResultType};
+
+/// A tool the client can call (`Tool`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Programmatic name, unique on the server. Should be 1–128 characters of
+    /// `[A-Za-z0-9_.-]`.
+    pub name: String,
+    /// Human-readable name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does; a hint for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Icons for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// A JSON Schema (2020-12 unless `$schema` says otherwise) for the arguments, with
+    /// `"type": "object"`. Kept verbatim: every keyword, known or not, survives a round trip.
+    pub input_schema: JsonObject,
+    /// A JSON Schema for `structuredContent`, of any type. Kept verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<JsonObject>,
+    /// Behaviour hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl Tool {
+    /// A tool with a name, a description and an input schema.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: JsonObject,
+    ) -> Self {
+        Tool {
+            name: name.into(),
+            description: Some(description.into()),
+            input_schema,
+            ..Default::default()
+        }
+    }
+
+    /// Sets the title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the output schema.
+    pub fn with_output_schema(mut self, output_schema: JsonObject) -> Self {
+        self.output_schema = Some(output_schema);
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// Sets the icons.
+    pub fn with_icons(mut self, icons: Vec<Icon>) -> Self {
+        self.icons = Some(icons);
+        self
+    }
+}
+
+/// Hints about a tool's behaviour (`ToolAnnotations`). Untrusted unless the server is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Human-readable name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates (default true; meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Repeated calls with the same arguments have no further effect (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool interacts with an open world of external entities (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// Params of `tools/list` (`PaginatedRequestParams`).
+pub type ListToolsRequestParams = PaginatedRequestParams;
+
+/// Params of `tools/call` (`CallToolRequestParams`). A multi round-trip request: a retry
+/// carries `inputResponses` and/or `requestState`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolRequestParams {
+    /// The per-request envelope.
+    #[serde(rename = "_meta", default)]
+    pub meta: RequestMeta,
+    /// The tool to call.
+    pub name: String,
+    /// The arguments, kept verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonObject>,
+    /// Answers to the input requests of the previous round, by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// The `requestState` of the previous round, echoed exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
+impl CallToolRequestParams {
+    /// A first-round call of `name`.
+    pub fn new(meta: RequestMeta, name: impl Into<String>) -> Self {
+        CallToolRequestParams {
+            meta,
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the arguments.
+    pub fn with_arguments(mut self, arguments: JsonObject) -> Self {
+        self.arguments = Some(arguments);
+        self
+    }
+}
+
+/// The result of `tools/list` (`ListToolsResult`). Cacheable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// Always `"complete"`.
+    #[serde(default)]
+    pub result_type: ResultType,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// This page of tools, in a deterministic order.
+    pub tools: Vec<Tool>,
+    /// The cursor of the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Cursor>,
+    /// How long the page may be reused, in milliseconds (missing from old servers: 0).
+    #[serde(
+        default,
+        deserialize_with = "crate::util::lenient_ttl",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ttl_ms: Option<u64>,
+    /// Who may reuse the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// Unknown members, kept as received.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ListToolsResult {
+    /// A page of tools.
+    pub fn new(tools: Vec<Tool>) -> Self {
+        ListToolsResult {
+            tools,
+            ..Default::default()
+        }
+    }
+
+    /// Sets the cursor of the next page.
+    pub fn with_next_cursor(mut self, cursor: impl Into<Cursor>) -> Self {
+        self.next_cursor = Some(cursor.into());
+        self
+    }
+}
+
+impl_cacheable!(ListToolsResult);
+
+/// The complete result of `tools/call` (`CallToolResult`).
+///
+/// A tool's own failure (bad arguments, a failed operation) is reported here with
+/// `isError: true` so the model can see it; protocol problems (unknown tool) are JSON-RPC
+/// errors instead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Always `"complete"` for this type.
+    #[serde(default)]
+    pub result_type: ResultType,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// The unstructured result.
+    pub content: Vec<ContentBlock>,
+    /// The structured result: any JSON value (object, array, scalar, even `null`), which must
+    /// match the tool's `outputSchema` when it has one. A present `null` is kept as
+    /// `Some(Value::Null)`.
+    #[serde(
+        default,
+        deserialize_with = "crate::util::present_value",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Unknown members, kept as received.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl CallToolResult {
+    /// A successful result with these blocks.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
+        CallToolResult {
+            content,
+            ..Default::default()
+        }
+    }
+
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(vec![ContentBlock::text(text)])
+    }
+
+    /// A tool error (`isError: true`) with one text block explaining it.
+    pub fn error(message: impl Into<String>) -> Self {
+        CallToolResult {
+            is_error: Some(true),
+            ..Self::text(message)
+        }
+    }
+
+    /// A structured result: `structuredContent` is `value`, and, as the specification
+    /// recommends for clients that only read `content`, one text block holds the same value
+    /// serialized as JSON.
+    pub fn structured(value: Value) -> Self {
+        let text = value.to_string();
+        CallToolResult {
+            structured_content: Some(value),
+            ..Self::text(text)
+        }
+    }
+
+    /// Adds a content block.
+    pub fn with_content(mut self, block: impl Into<ContentBlock>) -> Self {
+        self.content.push(block.into());
+        self
+    }
+
+    /// Whether the result reports a tool error.
+    pub fn is_tool_error(&self) -> bool {
+        self.is_error == Some(true)
+    }
+}
+
+/// A `tools/list` request.
+pub type ListToolsRequest = JsonRpcRequest<ListToolsRequestParams>;
+/// The response to `tools/list`.
+pub type ListToolsResultResponse = JsonRpcResponse<ListToolsResult>;
+/// A `tools/call` request.
+pub type CallToolRequest = JsonRpcRequest<CallToolRequestParams>;
+/// The response to `tools/call`: the result, or an `input_required` interim result.
+pub type CallToolResultResponse = JsonRpcResponse<MaybeInputRequired<CallToolResult>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn constructors() {
+        assert_eq!(
+            serde_json::to_value(CallToolResult::text("hi")).unwrap(),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "hi"}]})
+        );
+        let e = CallToolResult::error("boom");
+        assert!(e.is_tool_error());
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "boom"}], "isError": true})
+        );
+        let s = CallToolResult::structured(json!({"a": [1, 2]}));
+        assert_eq!(
+            serde_json::to_value(&s).unwrap(),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "{\"a\":[1,2]}"}],
+                   "structuredContent": {"a": [1, 2]}})
+        );
+    }
+
+    #[test]
+    fn structured_content_may_be_any_value_even_null() {
+        for v in [
+            json!(null),
+            json!(3),
+            json!("x"),
+            json!([1]),
+            json!({"k": true}),
+        ] {
+            let wire = json!({"resultType": "complete", "content": [], "structuredContent": v});
+            let r: CallToolResult = serde_json::from_value(wire.clone()).unwrap();
+            assert_eq!(r.structured_content.as_ref(), Some(&v));
+            assert_eq!(serde_json::to_value(&r).unwrap(), wire);
+        }
+        let r: CallToolResult = serde_json::from_value(json!({"content": []})).unwrap();
+        assert_eq!(r.structured_content, None);
+    }
+
+    #[test]
+    fn input_schema_is_verbatim() {
+        let schema = json!({"type": "object", "$defs": {"x": {"type": "string"}},
+                            "properties": {"a": {"$ref": "#/$defs/x", "x-mcp-header": "A"}},
+                            "unevaluatedProperties": false});
+        let tool = Tool::new("t", "d", schema.as_object().cloned().unwrap());
+        let v = serde_json::to_value(&tool).unwrap();
+        assert_eq!(v["inputSchema"], schema);
+        let back: Tool = serde_json::from_value(v).unwrap();
+        assert_eq!(back, tool);
+    }
+}
