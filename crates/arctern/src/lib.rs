@@ -1,3 +1,9 @@
-//! arctern runtime (under construction).
+#![doc = include_str!("../README.md")]
 
+pub use arctern_types as types;
+pub use arctern_types::{ErrorCode, ErrorObject};
+
+#[cfg(feature = "server")]
+pub mod server;
 pub mod state;
+pub mod transport;

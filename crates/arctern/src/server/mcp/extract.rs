@@ -1,0 +1,282 @@
+//! Extractors: the parameters a tool, prompt or resource handler can take.
+//!
+//! A handler is a plain async function; each parameter implements [`FromCall`] and is built
+//! from the call before the body runs. [`Args`] decodes the arguments (tool arguments, prompt
+//! arguments, or the variables a resource template matched), [`State`] clones the server's
+//! shared state, and [`RequestContext`] gives the request itself (progress, logging, the
+//! client's capabilities, cancellation).
+
+use std::fmt;
+
+use arctern_types::meta::JsonObject;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::server::context::RequestContext;
+use crate::server::mrtr::InputState;
+
+/// Which kind of call a handler serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CallKind {
+    /// `tools/call`.
+    Tool,
+    /// `prompts/get`.
+    Prompt,
+    /// `resources/read`.
+    Resource,
+}
+
+/// Everything extractors read from: the request context, the target, the arguments, and the
+/// multi round-trip input of this round.
+pub struct CallParts {
+    pub(crate) ctx: RequestContext,
+    pub(crate) kind: CallKind,
+    pub(crate) target: String,
+    pub(crate) arguments: Value,
+    pub(crate) input: InputState,
+}
+
+impl fmt::Debug for CallParts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallParts")
+            .field("kind", &self.kind)
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallParts {
+    pub(crate) fn new(
+        ctx: RequestContext,
+        kind: CallKind,
+        target: String,
+        arguments: Option<JsonObject>,
+        input: InputState,
+    ) -> Self {
+        CallParts {
+            ctx,
+            kind,
+            target,
+            arguments: Value::Object(arguments.unwrap_or_default()),
+            input,
+        }
+    }
+
+    /// The request context.
+    pub fn context(&self) -> &RequestContext {
+        &self.ctx
+    }
+
+    /// The kind of call.
+    pub fn kind(&self) -> CallKind {
+        self.kind
+    }
+
+    /// The tool or prompt name, or the resource URI.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The arguments as a JSON object (tool arguments, prompt arguments, or the variables a
+    /// resource template matched).
+    pub fn arguments(&self) -> &JsonObject {
+        match &self.arguments {
+            Value::Object(map) => map,
+            _ => unreachable!("arguments are always an object"),
+        }
+    }
+
+    /// Decodes the arguments into `T`.
+    pub fn arguments_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        T::deserialize(&self.arguments)
+    }
+}
+
+/// Why a handler could not run: answered as an `isError` tool result, or a `-32602` error for
+/// prompts and resources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    message: String,
+}
+
+impl Rejection {
+    /// A rejection with a message for the client (and, for tools, the model).
+    pub fn new(message: impl Into<String>) -> Self {
+        Rejection {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The result of one extractor.
+#[derive(Debug)]
+pub enum Extracted<T> {
+    /// The value is available.
+    Ready(T),
+    /// The value needs input from the client; the extractor has queued its question for this
+    /// round.
+    Pending,
+    /// The call cannot proceed.
+    Rejected(Rejection),
+}
+
+/// Which multi round-trip style an extractor or return type belongs to. The two styles cannot
+/// be mixed in one handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// Typed questions answered through extractors (`Answer`, `Sample`, `Roots`...).
+    Dependency,
+    /// The handler reads `inputResponses` / `requestState` itself and returns an
+    /// `Outcome`.
+    Manual,
+}
+
+/// What a handler's parameters and return type declare, gathered when it is registered.
+#[derive(Debug, Default)]
+pub struct Describe {
+    pub(crate) input_schema: Option<JsonObject>,
+    pub(crate) output_schema: Option<JsonObject>,
+    pub(crate) forms: Vec<(Form, &'static str)>,
+    pub(crate) errors: Vec<String>,
+}
+
+impl Describe {
+    /// Declares the JSON Schema of the arguments (at most one extractor may).
+    pub fn arguments_schema(&mut self, schema: JsonObject, by: &'static str) {
+        if self.input_schema.is_some() {
+            self.errors.push(format!(
+                "more than one parameter decodes the arguments ({by})"
+            ));
+        } else {
+            self.input_schema = Some(schema);
+        }
+    }
+
+    /// Declares the JSON Schema of the structured output.
+    pub fn output_schema(&mut self, schema: JsonObject) {
+        self.output_schema = Some(schema);
+    }
+
+    /// Records a registration error.
+    pub fn error(&mut self, message: impl Into<String>) {
+        self.errors.push(message.into());
+    }
+
+    pub(crate) fn form(&mut self, form: Form, by: &'static str) {
+        self.forms.push((form, by));
+    }
+
+    /// Checks the collected declarations: the two multi round-trip forms cannot be mixed.
+    pub(crate) fn finish(mut self, what: &str) -> Result<Self, String> {
+        let dependency = self.forms.iter().find(|(f, _)| *f == Form::Dependency);
+        let manual = self.forms.iter().find(|(f, _)| *f == Form::Manual);
+        if let (Some((_, d)), Some((_, m))) = (dependency, manual) {
+            self.errors.push(format!(
+                "it mixes the two multi round-trip forms: {d} asks through extractors, while {m} handles input by hand; use one form per handler"
+            ));
+        }
+        if self.errors.is_empty() {
+            Ok(self)
+        } else {
+            Err(format!("{what}: {}", self.errors.join("; ")))
+        }
+    }
+}
+
+/// A handler parameter built from the call.
+///
+/// `S` is the server's shared state type (see [`State`]).
+pub trait FromCall<S>: Sized {
+    /// Builds the value, or queues a question, or rejects the call.
+    fn from_call(parts: &mut CallParts, state: &S) -> Extracted<Self>;
+
+    /// Declares what this extractor needs, when the handler is registered.
+    fn describe(describe: &mut Describe) {
+        let _ = describe;
+    }
+}
+
+/// The arguments, decoded into `T`.
+///
+/// For tools, `T`'s JSON Schema (from `schemars`) becomes the tool's `inputSchema`; for
+/// prompts, its properties become the prompt's arguments; for resource templates, `T` holds
+/// the matched template variables. Arguments that do not decode reject the call (an `isError`
+/// result for tools, `-32602` otherwise).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Args<T>(pub T);
+
+impl<T, S> FromCall<S> for Args<T>
+where
+    T: DeserializeOwned + schemars::JsonSchema,
+{
+    fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
+        match T::deserialize(&parts.arguments) {
+            Ok(t) => Extracted::Ready(Args(t)),
+            Err(e) => Extracted::Rejected(Rejection::new(format!(
+                "Invalid arguments for {}: {e}",
+                parts.target
+            ))),
+        }
+    }
+
+    fn describe(describe: &mut Describe) {
+        describe.arguments_schema(schema_for::<T>(), "Args");
+    }
+}
+
+/// The server's shared state, cloned for the call. Give it with
+/// [`McpServer::with_state`](super::McpServer::with_state).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct State<S>(pub S);
+
+impl<S: Clone> FromCall<S> for State<S> {
+    fn from_call(_parts: &mut CallParts, state: &S) -> Extracted<Self> {
+        Extracted::Ready(State(state.clone()))
+    }
+}
+
+impl<S> FromCall<S> for RequestContext {
+    fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
+        Extracted::Ready(parts.ctx.clone())
+    }
+}
+
+/// The raw arguments object, undecoded (no `inputSchema` is derived from it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawArgs(pub JsonObject);
+
+impl<S> FromCall<S> for RawArgs {
+    fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
+        Extracted::Ready(RawArgs(parts.arguments().clone()))
+    }
+}
+
+/// The JSON Schema of `T` as an inline object: 2020-12, no `$schema`, no `$ref`s.
+pub fn schema_for<T: schemars::JsonSchema>() -> JsonObject {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.meta_schema = None;
+            s.inline_subschemas = true;
+        })
+        .into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    match serde_json::to_value(&schema) {
+        Ok(Value::Object(mut map)) => {
+            map.remove("$defs");
+            map
+        }
+        Ok(Value::Bool(true)) | Ok(_) | Err(_) => JsonObject::new(),
+    }
+}

@@ -1,0 +1,106 @@
+//! Turns async functions whose parameters are extractors into tool, prompt and resource
+//! handlers.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::extract::{CallParts, Describe, Extracted, FromCall, Rejection};
+use crate::server::mrtr::Interrupt;
+
+/// A boxed, sendable future.
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What running a handler's extractors and body produced, before it is turned into the
+/// protocol result of its kind.
+pub(crate) enum Run<R> {
+    /// The body ran and returned this.
+    Done(R),
+    /// The body did not run: questions are pending (they are queued in the input state).
+    Pending(CallParts),
+    /// The body asked a question at run time and stopped at `?`.
+    Interrupted(CallParts, Interrupt),
+    /// An extractor rejected the call.
+    Rejected(Rejection),
+}
+
+/// An async function usable as a handler: its parameters are extractors and its return type
+/// is turned into the result of the call.
+///
+/// Implemented for `Fn(E1, .., En) -> impl Future<Output = R>` up to 12 parameters, where each
+/// `Ei` is a [`FromCall<S>`] extractor. You never implement this yourself.
+pub trait HandlerFn<T, S>: Clone + Send + Sync + Sized + 'static {
+    /// The function's return type.
+    type Output: Send + 'static;
+
+    /// Runs the extractors, then (if nothing is pending) the body.
+    #[doc(hidden)]
+    fn run(self, parts: CallParts, state: S) -> BoxFuture<RunOutput<Self::Output>>;
+
+    /// What the parameters declare.
+    #[doc(hidden)]
+    fn describe_params(describe: &mut Describe);
+}
+
+/// Opaque result of [`HandlerFn::run`].
+#[doc(hidden)]
+pub struct RunOutput<R>(pub(crate) Run<R>);
+
+macro_rules! impl_handler_fn {
+    ($($e:ident),*) => {
+        #[allow(non_snake_case, unused_variables, unused_mut)]
+        impl<F, Fut, R, S, $($e,)*> HandlerFn<($($e,)*), S> for F
+        where
+            F: Fn($($e),*) -> Fut + Clone + Send + Sync + 'static,
+            Fut: Future<Output = R> + Send + 'static,
+            R: Send + 'static,
+            S: Send + Sync + 'static,
+            $($e: FromCall<S> + Send + 'static,)*
+        {
+            type Output = R;
+
+            fn run(self, mut parts: CallParts, state: S) -> BoxFuture<RunOutput<R>> {
+                $(let $e = <$e as FromCall<S>>::from_call(&mut parts, &state);)*
+                // A rejection wins over pending questions: never ask the user about a call
+                // that cannot succeed.
+                $(if let Extracted::Rejected(r) = $e {
+                    return Box::pin(std::future::ready(RunOutput(Run::Rejected(r))));
+                })*
+                let mut pending = false;
+                $(let $e = match $e {
+                    Extracted::Ready(v) => Some(v),
+                    _ => { pending = true; None }
+                };)*
+                if pending {
+                    return Box::pin(std::future::ready(RunOutput(Run::Pending(parts))));
+                }
+                let interrupt = parts.input.interrupt_slot();
+                let fut = (self)($($e.expect("extracted")),*);
+                Box::pin(async move {
+                    let out = fut.await;
+                    match interrupt.take() {
+                        Some(i) => RunOutput(Run::Interrupted(parts, i)),
+                        None => RunOutput(Run::Done(out)),
+                    }
+                })
+            }
+
+            fn describe_params(describe: &mut Describe) {
+                $(<$e as FromCall<S>>::describe(describe);)*
+            }
+        }
+    };
+}
+
+impl_handler_fn!();
+impl_handler_fn!(E1);
+impl_handler_fn!(E1, E2);
+impl_handler_fn!(E1, E2, E3);
+impl_handler_fn!(E1, E2, E3, E4);
+impl_handler_fn!(E1, E2, E3, E4, E5);
+impl_handler_fn!(E1, E2, E3, E4, E5, E6);
+impl_handler_fn!(E1, E2, E3, E4, E5, E6, E7);
+impl_handler_fn!(E1, E2, E3, E4, E5, E6, E7, E8);
+impl_handler_fn!(E1, E2, E3, E4, E5, E6, E7, E8, E9);
+impl_handler_fn!(E1, E2, E3, E4, E5, E6, E7, E8, E9, E10);
+impl_handler_fn!(E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11);
+impl_handler_fn!(E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, E12);

@@ -1,0 +1,816 @@
+//! `McpServer`: a high-level server built from plain async functions.
+//!
+//! ```no_run
+//! use arctern::server::{McpServer, Args};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Echo { text: String }
+//!
+//! async fn echo(Args(e): Args<Echo>) -> String {
+//!     e.text
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = McpServer::new("echo-server")
+//!     .version("1.0.0")
+//!     .tool("echo", "Echoes its text.", echo)
+//!     .build()?;
+//! # let _ = server; Ok(()) }
+//! ```
+
+mod completion;
+mod extract;
+mod handler_fn;
+mod prompt;
+mod resource;
+mod tool;
+mod uri_template;
+
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arc_swap::ArcSwap;
+use arctern_types::ErrorObject;
+use arctern_types::capabilities::{PromptsCapability, ResourcesCapability, ToolsCapability};
+use arctern_types::completion::{CompleteRequestParams, CompleteResult};
+use arctern_types::implementation::Implementation;
+use arctern_types::meta::JsonObject;
+use arctern_types::prompts::{
+    GetPromptRequestParams, GetPromptResult, ListPromptsRequestParams, ListPromptsResult,
+};
+use arctern_types::resources::{
+    ListResourceTemplatesRequestParams, ListResourceTemplatesResult, ListResourcesRequestParams,
+    ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
+};
+use arctern_types::tools::{
+    CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult,
+};
+use base64::Engine as _;
+use indexmap::IndexMap;
+use serde_json::Value;
+
+pub use completion::{CompletionRequest, IntoCompletion};
+pub use extract::{
+    Args, CallKind, CallParts, Describe, Extracted, FromCall, RawArgs, Rejection, State, schema_for,
+};
+pub use handler_fn::HandlerFn;
+pub use prompt::{IntoPromptResult, PromptSpec};
+pub use resource::{Blob, IntoReadResult, ResourceSpec, ResourceTemplateSpec};
+pub use tool::{IntoToolResult, Json, ToolSpec};
+pub use uri_template::{UriTemplate, UriTemplateError};
+
+use completion::Completer;
+use prompt::PromptEntry;
+use resource::{ResourceEntry, TemplateEntry};
+use tool::ToolEntry;
+
+use super::config::{CachePolicy, ServerConfig};
+use super::context::RequestContext;
+use super::engine::Server;
+use super::handler::{Handler, HandlerResult, resource_not_found};
+use super::mrtr::InputState;
+use super::outcome::Outcome;
+use super::subscriptions::ChangeNotifier;
+
+/// Default number of entries per page of `tools/list`, `prompts/list`, `resources/list` and
+/// `resources/templates/list`.
+pub const DEFAULT_PAGE_SIZE: usize = 500;
+
+/// A handler could not be registered (for example it mixes the two multi round-trip forms,
+/// has an invalid name, or a duplicate one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistrationError {
+    messages: Vec<String>,
+}
+
+impl RegistrationError {
+    fn new(message: String) -> Self {
+        RegistrationError {
+            messages: vec![message],
+        }
+    }
+
+    /// Each problem found.
+    pub fn messages(&self) -> &[String] {
+        &self.messages
+    }
+}
+
+impl fmt::Display for RegistrationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.messages.as_slice() {
+            [one] => write!(f, "cannot register {one}"),
+            many => {
+                write!(f, "cannot register {} handlers:", many.len())?;
+                for m in many {
+                    write!(f, "\n  - {m}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RegistrationError {}
+
+/// Checks a tool or prompt name: 1 to 128 characters, none of them whitespace or control
+/// characters.
+pub(crate) fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 128 {
+        return Err("a name must have 1 to 128 characters".into());
+    }
+    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("a name may not contain whitespace or control characters".into());
+    }
+    Ok(())
+}
+
+/// Builds a server from async functions. See the [module documentation](self).
+///
+/// `S` is shared state handed to handlers through the [`State`] extractor; set it with
+/// [`McpServer::with_state`].
+pub struct McpServer<S = ()> {
+    config: ServerConfig,
+    state: S,
+    registry: Registry<S>,
+    completer: Option<Completer>,
+    errors: Vec<String>,
+    page_size: usize,
+    enable: Enable,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Enable {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    logging: bool,
+}
+
+impl McpServer<()> {
+    /// A server called `name`, with no shared state.
+    pub fn new(name: impl Into<String>) -> Self {
+        McpServer::with_state(name, ())
+    }
+}
+
+impl<S> fmt::Debug for McpServer<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.config.info.name)
+            .field("tools", &self.registry.tools.len())
+            .field("prompts", &self.registry.prompts.len())
+            .field("resources", &self.registry.resources.len())
+            .field("templates", &self.registry.templates.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> McpServer<S> {
+    /// A server called `name` whose handlers can extract `State<S>`.
+    pub fn with_state(name: impl Into<String>, state: S) -> Self {
+        McpServer {
+            config: ServerConfig::new(name, "0.0.0"),
+            state,
+            registry: Registry::default(),
+            completer: None,
+            errors: Vec::new(),
+            page_size: DEFAULT_PAGE_SIZE,
+            enable: Enable {
+                logging: true,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The version in `serverInfo`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.config.info.version = version.into();
+        self
+    }
+
+    /// A human-readable title in `serverInfo`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.config.info.title = Some(title.into());
+        self
+    }
+
+    /// Everything `serverInfo` says (name, version, title, description, website, icons).
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.config.info = info;
+        self
+    }
+
+    /// Guidance for the model, returned by `server/discover`.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.config.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Caching hints for cacheable results.
+    pub fn cache_policy(mut self, cache: CachePolicy) -> Self {
+        self.config.cache = cache;
+        self
+    }
+
+    /// Entries per page of the list methods (at least 1).
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self
+    }
+
+    /// Whether to declare the (deprecated) `logging` capability, which lets handlers send log
+    /// messages to clients that opt in per request. On by default.
+    pub fn logging(mut self, enabled: bool) -> Self {
+        self.enable.logging = enabled;
+        self
+    }
+
+    /// Declares the `tools` capability even when no tool is registered yet (tools can be
+    /// added at run time).
+    pub fn enable_tools(mut self) -> Self {
+        self.enable.tools = true;
+        self
+    }
+
+    /// Declares the `prompts` capability even when no prompt is registered yet.
+    pub fn enable_prompts(mut self) -> Self {
+        self.enable.prompts = true;
+        self
+    }
+
+    /// Declares the `resources` capability even when no resource is registered yet.
+    pub fn enable_resources(mut self) -> Self {
+        self.enable.resources = true;
+        self
+    }
+
+    /// Registers a tool. The handler is an async function whose parameters are extractors
+    /// (see [`FromCall`]) and whose return type implements [`IntoToolResult`]; the tool's
+    /// `inputSchema` comes from its [`Args`] parameter.
+    pub fn tool<H, T>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: H,
+    ) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoToolResult,
+        T: 'static,
+    {
+        self.tool_spec(ToolSpec::new(name).description(description), handler)
+    }
+
+    /// Registers a tool described by a [`ToolSpec`] (title, annotations, explicit schemas...).
+    pub fn tool_spec<H, T>(mut self, spec: ToolSpec, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoToolResult,
+        T: 'static,
+    {
+        match tool::tool_entry(spec, handler) {
+            Ok(entry) => {
+                if let Err(e) = self.registry.insert_tool(entry) {
+                    self.errors.push(e);
+                }
+            }
+            Err(e) => self.errors.push(e),
+        }
+        self
+    }
+
+    /// Registers a prompt; its arguments come from its [`Args`] parameter.
+    pub fn prompt<H, T>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: H,
+    ) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoPromptResult,
+        T: 'static,
+    {
+        self.prompt_spec(PromptSpec::new(name).description(description), handler)
+    }
+
+    /// Registers a prompt described by a [`PromptSpec`].
+    pub fn prompt_spec<H, T>(mut self, spec: PromptSpec, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoPromptResult,
+        T: 'static,
+    {
+        match prompt::prompt_entry(spec, handler) {
+            Ok(entry) => {
+                if let Err(e) = self.registry.insert_prompt(entry) {
+                    self.errors.push(e);
+                }
+            }
+            Err(e) => self.errors.push(e),
+        }
+        self
+    }
+
+    /// Registers a resource at a fixed URI.
+    pub fn resource<H, T>(self, spec: impl Into<ResourceSpec>, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoReadResult,
+        T: 'static,
+    {
+        let mut this = self;
+        match resource::resource_entry(spec.into(), handler) {
+            Ok(entry) => {
+                if let Err(e) = this.registry.insert_resource(entry) {
+                    this.errors.push(e);
+                }
+            }
+            Err(e) => this.errors.push(e),
+        }
+        this
+    }
+
+    /// Registers a resource template (RFC 6570). Its handler's [`Args`] parameter holds the
+    /// matched variables.
+    pub fn resource_template<H, T>(self, spec: impl Into<ResourceTemplateSpec>, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoReadResult,
+        T: 'static,
+    {
+        let mut this = self;
+        match resource::template_entry(spec.into(), handler) {
+            Ok(entry) => this.registry.templates.push(entry),
+            Err(e) => this.errors.push(e),
+        }
+        this
+    }
+
+    /// Serves `completion/complete` with `handler` and declares the `completions` capability.
+    pub fn completion<F, Fut, R>(mut self, handler: F) -> Self
+    where
+        F: Fn(RequestContext, CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoCompletion,
+    {
+        self.completer = Some(Completer::new(handler));
+        self
+    }
+
+    /// Builds the server, or reports every handler that could not be registered.
+    pub fn build(self) -> Result<Server<McpHandler<S>>, RegistrationError> {
+        if !self.errors.is_empty() {
+            return Err(RegistrationError {
+                messages: self.errors,
+            });
+        }
+        let mut config = self.config;
+        let r = &self.registry;
+        let caps = &mut config.capabilities;
+        if self.enable.tools || !r.tools.is_empty() {
+            caps.tools = Some(ToolsCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            });
+        }
+        if self.enable.prompts || !r.prompts.is_empty() {
+            caps.prompts = Some(PromptsCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            });
+        }
+        if self.enable.resources || !r.resources.is_empty() || !r.templates.is_empty() {
+            caps.resources = Some(ResourcesCapability {
+                list_changed: Some(true),
+                subscribe: Some(true),
+                ..Default::default()
+            });
+        }
+        if self.completer.is_some() {
+            caps.completions = Some(JsonObject::new());
+        }
+        if self.enable.logging {
+            caps.logging = Some(JsonObject::new());
+        }
+        let handler = McpHandler {
+            inner: Arc::new(HandlerInner {
+                state: self.state,
+                registry: ArcSwap::from_pointee(self.registry),
+                write: Mutex::new(()),
+                notifier: OnceLock::new(),
+                completer: self.completer,
+                page_size: self.page_size,
+            }),
+        };
+        let server = Server::new(handler, config);
+        let _ = server
+            .handler()
+            .inner
+            .notifier
+            .set(server.change_notifier());
+        Ok(server)
+    }
+}
+
+/// The registries of an [`McpServer`]: a snapshot read without locks on every call and
+/// replaced whole when something is added or removed.
+struct Registry<S> {
+    tools: IndexMap<String, ToolEntry<S>>,
+    prompts: IndexMap<String, PromptEntry<S>>,
+    resources: IndexMap<String, ResourceEntry<S>>,
+    templates: Vec<TemplateEntry<S>>,
+}
+
+impl<S> Default for Registry<S> {
+    fn default() -> Self {
+        Registry {
+            tools: IndexMap::new(),
+            prompts: IndexMap::new(),
+            resources: IndexMap::new(),
+            templates: Vec::new(),
+        }
+    }
+}
+
+impl<S> Clone for Registry<S> {
+    fn clone(&self) -> Self {
+        Registry {
+            tools: self.tools.clone(),
+            prompts: self.prompts.clone(),
+            resources: self.resources.clone(),
+            templates: self.templates.clone(),
+        }
+    }
+}
+
+impl<S> Registry<S> {
+    fn insert_tool(&mut self, entry: ToolEntry<S>) -> Result<(), String> {
+        let name = entry.tool.name.clone();
+        if self.tools.contains_key(&name) {
+            return Err(format!(
+                "tool {name:?}: a tool with this name is already registered"
+            ));
+        }
+        self.tools.insert(name, entry);
+        Ok(())
+    }
+
+    fn insert_prompt(&mut self, entry: PromptEntry<S>) -> Result<(), String> {
+        let name = entry.prompt.name.clone();
+        if self.prompts.contains_key(&name) {
+            return Err(format!(
+                "prompt {name:?}: a prompt with this name is already registered"
+            ));
+        }
+        self.prompts.insert(name, entry);
+        Ok(())
+    }
+
+    fn insert_resource(&mut self, entry: ResourceEntry<S>) -> Result<(), String> {
+        let uri = entry.resource.uri.clone();
+        if self.resources.contains_key(&uri) {
+            return Err(format!(
+                "resource {uri:?}: a resource with this URI is already registered"
+            ));
+        }
+        self.resources.insert(uri, entry);
+        Ok(())
+    }
+}
+
+/// The [`Handler`] an [`McpServer`] builds. Reach it with [`Server::handler`] to add or
+/// remove tools, prompts and resources while the server runs; open
+/// `subscriptions/listen` streams are told.
+pub struct McpHandler<S = ()> {
+    inner: Arc<HandlerInner<S>>,
+}
+
+impl<S> Clone for McpHandler<S> {
+    fn clone(&self) -> Self {
+        McpHandler {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct HandlerInner<S> {
+    state: S,
+    registry: ArcSwap<Registry<S>>,
+    write: Mutex<()>,
+    notifier: OnceLock<ChangeNotifier>,
+    completer: Option<Completer>,
+    page_size: usize,
+}
+
+impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
+    fn update(
+        &self,
+        change: impl FnOnce(&mut Registry<S>) -> Result<bool, String>,
+    ) -> Result<bool, RegistrationError> {
+        let _guard = self.inner.write.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = Registry::clone(&self.inner.registry.load());
+        let changed = change(&mut next).map_err(RegistrationError::new)?;
+        if changed {
+            self.inner.registry.store(Arc::new(next));
+        }
+        Ok(changed)
+    }
+
+    fn notifier(&self) -> Option<&ChangeNotifier> {
+        self.inner.notifier.get()
+    }
+
+    /// Adds a tool while the server runs.
+    pub fn add_tool<H, T>(&self, spec: ToolSpec, handler: H) -> Result<(), RegistrationError>
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoToolResult,
+        T: 'static,
+    {
+        let entry = tool::tool_entry(spec, handler).map_err(RegistrationError::new)?;
+        self.update(|r| r.insert_tool(entry).map(|()| true))?;
+        if let Some(n) = self.notifier() {
+            n.tools_changed();
+        }
+        Ok(())
+    }
+
+    /// Removes a tool; returns whether it existed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let removed = self
+            .update(|r| Ok(r.tools.shift_remove(name).is_some()))
+            .unwrap_or(false);
+        if removed && let Some(n) = self.notifier() {
+            n.tools_changed();
+        }
+        removed
+    }
+
+    /// Adds a prompt while the server runs.
+    pub fn add_prompt<H, T>(&self, spec: PromptSpec, handler: H) -> Result<(), RegistrationError>
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoPromptResult,
+        T: 'static,
+    {
+        let entry = prompt::prompt_entry(spec, handler).map_err(RegistrationError::new)?;
+        self.update(|r| r.insert_prompt(entry).map(|()| true))?;
+        if let Some(n) = self.notifier() {
+            n.prompts_changed();
+        }
+        Ok(())
+    }
+
+    /// Removes a prompt; returns whether it existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        let removed = self
+            .update(|r| Ok(r.prompts.shift_remove(name).is_some()))
+            .unwrap_or(false);
+        if removed && let Some(n) = self.notifier() {
+            n.prompts_changed();
+        }
+        removed
+    }
+
+    /// Adds a resource while the server runs.
+    pub fn add_resource<H, T>(
+        &self,
+        spec: impl Into<ResourceSpec>,
+        handler: H,
+    ) -> Result<(), RegistrationError>
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoReadResult,
+        T: 'static,
+    {
+        let entry =
+            resource::resource_entry(spec.into(), handler).map_err(RegistrationError::new)?;
+        self.update(|r| r.insert_resource(entry).map(|()| true))?;
+        if let Some(n) = self.notifier() {
+            n.resources_changed();
+        }
+        Ok(())
+    }
+
+    /// Removes a resource; returns whether it existed.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        let removed = self
+            .update(|r| Ok(r.resources.shift_remove(uri).is_some()))
+            .unwrap_or(false);
+        if removed && let Some(n) = self.notifier() {
+            n.resources_changed();
+        }
+        removed
+    }
+
+    /// Names of the registered tools, in listing order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.registry.load().tools.keys().cloned().collect()
+    }
+
+    /// Names of the registered prompts, in listing order.
+    pub fn prompt_names(&self) -> Vec<String> {
+        self.inner.registry.load().prompts.keys().cloned().collect()
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &S {
+        &self.inner.state
+    }
+
+    fn page<T: Clone>(
+        &self,
+        items: impl ExactSizeIterator<Item = T>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        let total = items.len();
+        let start = match cursor {
+            None => 0,
+            Some(c) => decode_cursor(c)
+                .filter(|s| *s <= total)
+                .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?,
+        };
+        let end = (start + self.inner.page_size).min(total);
+        let page: Vec<T> = items.skip(start).take(end - start).collect();
+        let next = (end < total).then(|| encode_cursor(end));
+        Ok((page, next))
+    }
+}
+
+const CURSOR_PREFIX: &str = "arctern.page.";
+
+fn encode_cursor(offset: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{offset}"))
+}
+
+fn decode_cursor(cursor: &str) -> Option<usize> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?;
+    text.strip_prefix(CURSOR_PREFIX)?.parse().ok()
+}
+
+impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
+    async fn list_tools(
+        &self,
+        _ctx: RequestContext,
+        params: ListToolsRequestParams,
+    ) -> HandlerResult<ListToolsResult> {
+        let registry = self.inner.registry.load();
+        let (tools, next) = self.page(
+            registry.tools.values().map(|e| &e.tool),
+            params.cursor.as_deref(),
+        )?;
+        let mut result = ListToolsResult::new(tools.into_iter().cloned().collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        ctx: RequestContext,
+        params: CallToolRequestParams,
+    ) -> HandlerResult<Outcome<CallToolResult>> {
+        let handler = {
+            let registry = self.inner.registry.load();
+            match registry.tools.get(&params.name) {
+                Some(entry) => entry.handler.clone(),
+                None => {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "Unknown tool: {}",
+                        params.name
+                    ))
+                    .with_data(serde_json::json!({ "name": params.name })));
+                }
+            }
+        };
+        let input = InputState::new(params.input_responses, params.request_state);
+        let parts = CallParts::new(ctx, CallKind::Tool, params.name, params.arguments, input);
+        handler.call(parts, self.inner.state.clone()).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _ctx: RequestContext,
+        params: ListPromptsRequestParams,
+    ) -> HandlerResult<ListPromptsResult> {
+        let registry = self.inner.registry.load();
+        let (prompts, next) = self.page(
+            registry.prompts.values().map(|e| &e.prompt),
+            params.cursor.as_deref(),
+        )?;
+        let mut result = ListPromptsResult::new(prompts.into_iter().cloned().collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        ctx: RequestContext,
+        params: GetPromptRequestParams,
+    ) -> HandlerResult<Outcome<GetPromptResult>> {
+        let handler = {
+            let registry = self.inner.registry.load();
+            match registry.prompts.get(&params.name) {
+                Some(entry) => entry.handler.clone(),
+                None => {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "Unknown prompt: {}",
+                        params.name
+                    ))
+                    .with_data(serde_json::json!({ "name": params.name })));
+                }
+            }
+        };
+        let arguments: Option<JsonObject> = params.arguments.map(|args| {
+            args.into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect()
+        });
+        let input = InputState::new(params.input_responses, params.request_state);
+        let parts = CallParts::new(ctx, CallKind::Prompt, params.name, arguments, input);
+        handler.call(parts, self.inner.state.clone()).await
+    }
+
+    async fn list_resources(
+        &self,
+        _ctx: RequestContext,
+        params: ListResourcesRequestParams,
+    ) -> HandlerResult<ListResourcesResult> {
+        let registry = self.inner.registry.load();
+        let (resources, next) = self.page(
+            registry.resources.values().map(|e| &e.resource),
+            params.cursor.as_deref(),
+        )?;
+        let mut result = ListResourcesResult::new(resources.into_iter().cloned().collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _ctx: RequestContext,
+        params: ListResourceTemplatesRequestParams,
+    ) -> HandlerResult<ListResourceTemplatesResult> {
+        let registry = self.inner.registry.load();
+        let (templates, next) = self.page(
+            registry.templates.iter().map(|e| &e.template),
+            params.cursor.as_deref(),
+        )?;
+        let mut result = ListResourceTemplatesResult::new(templates.into_iter().cloned().collect());
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        ctx: RequestContext,
+        params: ReadResourceRequestParams,
+    ) -> HandlerResult<Outcome<ReadResourceResult>> {
+        let (handler, mime, arguments) = {
+            let registry = self.inner.registry.load();
+            if let Some(entry) = registry.resources.get(&params.uri) {
+                (
+                    entry.handler.clone(),
+                    entry.resource.mime_type.clone(),
+                    None,
+                )
+            } else if let Some((entry, vars)) = registry
+                .templates
+                .iter()
+                .find_map(|t| t.matcher.matches(&params.uri).map(|vars| (t, vars)))
+            {
+                let vars: JsonObject = vars
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect();
+                (
+                    entry.handler.clone(),
+                    entry.template.mime_type.clone(),
+                    Some(vars),
+                )
+            } else {
+                return Err(resource_not_found(&params.uri));
+            }
+        };
+        let input = InputState::new(params.input_responses, params.request_state);
+        let parts = CallParts::new(ctx, CallKind::Resource, params.uri, arguments, input);
+        handler.call(parts, self.inner.state.clone(), mime).await
+    }
+
+    async fn complete(
+        &self,
+        ctx: RequestContext,
+        params: CompleteRequestParams,
+    ) -> HandlerResult<CompleteResult> {
+        match &self.inner.completer {
+            Some(completer) => completer.complete(ctx, params).await,
+            None => Err(ErrorObject::method_not_found("completion/complete")),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! MCP servers.
+//!
+//! Two levels:
+//! - [`Handler`]: one async method per protocol method, for full control. Wrap it in a
+//!   [`Server`] with a [`ServerConfig`].
+//! - [`McpServer`]: register tools, prompts, resources and templates as plain async
+//!   functions whose parameters are extractors; it builds the [`Server`] for you.
+//!
+//! Either way the [`Server`] validates every request's envelope, answers `server/discover`
+//! and `subscriptions/listen`, stamps results, and is served by any transport.
+
+mod config;
+mod context;
+mod engine;
+mod handler;
+mod mcp;
+mod mrtr;
+mod outcome;
+mod reply;
+mod subscriptions;
+mod wire;
+
+pub use config::{CacheHint, CachePolicy, ServerConfig};
+pub use context::{Era, Principal, RequestContext, TransportKind};
+pub use engine::{RequestOrigin, Server, WireHeaders};
+pub use handler::{Handler, HandlerResult, resource_not_found};
+pub use mcp::*;
+pub use mrtr::Interrupt;
+pub use outcome::Outcome;
+pub use reply::{Reply, ReplyStream};
+pub use subscriptions::{Change, ChangeNotifier};

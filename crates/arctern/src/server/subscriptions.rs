@@ -1,0 +1,306 @@
+//! `subscriptions/listen`: long-lived streams of list-change and resource-update
+//! notifications.
+
+use std::sync::Arc;
+
+use arctern_types::RequestId;
+use arctern_types::capabilities::ServerCapabilities;
+use arctern_types::meta::SUBSCRIPTION_ID_KEY;
+use arctern_types::methods;
+use arctern_types::subscriptions::SubscriptionFilter;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::reply::ReplyStream;
+
+/// Changes a server can announce on `subscriptions/listen` streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// The tool list changed.
+    ToolsListChanged,
+    /// The prompt list changed.
+    PromptsListChanged,
+    /// The resource list (or template list) changed.
+    ResourcesListChanged,
+    /// A resource's content changed.
+    ResourceUpdated(Arc<str>),
+}
+
+/// Announces changes to every open `subscriptions/listen` stream that asked for them.
+///
+/// Cheap to clone; sending with no open stream does nothing.
+#[derive(Debug, Clone)]
+pub struct ChangeNotifier {
+    tx: broadcast::Sender<Change>,
+}
+
+impl ChangeNotifier {
+    /// Announces a change.
+    pub fn notify(&self, change: Change) {
+        // An error only means that no stream is open.
+        let _ = self.tx.send(change);
+    }
+
+    /// `notifications/tools/list_changed`.
+    pub fn tools_changed(&self) {
+        self.notify(Change::ToolsListChanged);
+    }
+
+    /// `notifications/prompts/list_changed`.
+    pub fn prompts_changed(&self) {
+        self.notify(Change::PromptsListChanged);
+    }
+
+    /// `notifications/resources/list_changed`.
+    pub fn resources_changed(&self) {
+        self.notify(Change::ResourcesListChanged);
+    }
+
+    /// `notifications/resources/updated` for `uri` (streams subscribed to it, or to a URI it
+    /// lies under).
+    pub fn resource_updated(&self, uri: impl Into<Arc<str>>) {
+        self.notify(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// How many streams are open.
+    pub fn listeners(&self) -> usize {
+        self.tx.receiver_count()
+    }
+}
+
+/// Serializes the graceful final result of a listen stream.
+pub(crate) type Encoder = Arc<dyn Fn(&RequestId) -> Bytes + Send + Sync>;
+
+/// Whether the declared capabilities allow `subscriptions/listen` at all.
+pub(crate) fn listen_supported(caps: &ServerCapabilities) -> bool {
+    caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true)
+        || caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true)
+        || caps
+            .resources
+            .as_ref()
+            .is_some_and(|r| r.list_changed == Some(true) || r.subscribe == Some(true))
+}
+
+/// Capacity of the change channel; a stream that falls further behind gets a conservative
+/// "everything you asked for changed".
+const CHANGE_BUFFER: usize = 256;
+
+#[derive(Debug)]
+pub(crate) struct ChangeBroker {
+    tx: broadcast::Sender<Change>,
+}
+
+impl ChangeBroker {
+    pub(crate) fn new() -> Self {
+        ChangeBroker {
+            tx: broadcast::channel(CHANGE_BUFFER).0,
+        }
+    }
+
+    pub(crate) fn notifier(&self) -> ChangeNotifier {
+        ChangeNotifier {
+            tx: self.tx.clone(),
+        }
+    }
+
+    /// Opens a stream: the acknowledgement first, then the changes that match the honoured
+    /// filter, each tagged with the subscription id, until the client leaves or the server
+    /// shuts down (then a final result).
+    pub(crate) fn listen(
+        &self,
+        id: RequestId,
+        requested: SubscriptionFilter,
+        caps: &ServerCapabilities,
+        shutdown: CancellationToken,
+        encoder: Encoder,
+    ) -> ReplyStream {
+        let honoured = honour(&requested, caps);
+        let ack = notification(
+            methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+            &id,
+            Some((
+                "notifications",
+                serde_json::to_value(&honoured).unwrap_or(Value::Null),
+            )),
+        );
+        let state = ListenState {
+            id,
+            filter: honoured,
+            rx: self.tx.subscribe(),
+            shutdown,
+            encoder,
+            ack: Some(ack),
+            pending: Vec::new(),
+            done: false,
+        };
+        ReplyStream::new(futures::stream::unfold(state, ListenState::next))
+    }
+}
+
+struct ListenState {
+    id: RequestId,
+    filter: SubscriptionFilter,
+    rx: broadcast::Receiver<Change>,
+    shutdown: CancellationToken,
+    encoder: Encoder,
+    ack: Option<Bytes>,
+    pending: Vec<Bytes>,
+    done: bool,
+}
+
+impl ListenState {
+    async fn next(mut self) -> Option<(Bytes, ListenState)> {
+        if let Some(ack) = self.ack.take() {
+            return Some((ack, self));
+        }
+        loop {
+            if let Some(msg) = self.pending.pop() {
+                return Some((msg, self));
+            }
+            if self.done {
+                return None;
+            }
+            tokio::select! {
+                _ = self.shutdown.cancelled() => {
+                    self.done = true;
+                    let bytes = (self.encoder)(&self.id);
+                    return Some((bytes, self));
+                }
+                change = self.rx.recv() => match change {
+                    Ok(change) => {
+                        if let Some(msg) = self.render(&change) {
+                            return Some((msg, self));
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "a subscription stream fell behind; announcing every list it follows as changed");
+                        self.pending = self.everything_changed();
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+            }
+        }
+    }
+
+    fn render(&self, change: &Change) -> Option<Bytes> {
+        let f = &self.filter;
+        let method = match change {
+            Change::ToolsListChanged if f.tools_list_changed == Some(true) => {
+                methods::NOTIFICATIONS_TOOLS_LIST_CHANGED
+            }
+            Change::PromptsListChanged if f.prompts_list_changed == Some(true) => {
+                methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED
+            }
+            Change::ResourcesListChanged if f.resources_list_changed == Some(true) => {
+                methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED
+            }
+            Change::ResourceUpdated(uri) => {
+                let subscribed = f.resource_subscriptions.as_deref().unwrap_or_default();
+                if !subscribed.iter().any(|s| covers(s, uri)) {
+                    return None;
+                }
+                return Some(notification(
+                    methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                    &self.id,
+                    Some(("uri", Value::String(uri.to_string()))),
+                ));
+            }
+            _ => return None,
+        };
+        Some(notification(method, &self.id, None))
+    }
+
+    fn everything_changed(&self) -> Vec<Bytes> {
+        let f = &self.filter;
+        let mut out = Vec::new();
+        for (on, method) in [
+            (
+                f.tools_list_changed,
+                methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+            ),
+            (
+                f.prompts_list_changed,
+                methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+            ),
+            (
+                f.resources_list_changed,
+                methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+            ),
+        ] {
+            if on == Some(true) {
+                out.push(notification(method, &self.id, None));
+            }
+        }
+        for uri in f.resource_subscriptions.iter().flatten() {
+            out.push(notification(
+                methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                &self.id,
+                Some(("uri", Value::String(uri.clone()))),
+            ));
+        }
+        out
+    }
+}
+
+/// Whether a subscription to `subscribed` covers an update of `uri` (the same resource or
+/// one beneath it).
+fn covers(subscribed: &str, uri: &str) -> bool {
+    match uri.strip_prefix(subscribed) {
+        Some("") => true,
+        Some(rest) => subscribed.ends_with('/') || rest.starts_with('/'),
+        None => false,
+    }
+}
+
+/// The part of a requested filter this server honours.
+fn honour(requested: &SubscriptionFilter, caps: &ServerCapabilities) -> SubscriptionFilter {
+    let tools = caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true);
+    let prompts = caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true);
+    let resources = caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true);
+    let subscribe = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+    let on = |asked: Option<bool>, offered: bool| (asked == Some(true) && offered).then_some(true);
+    SubscriptionFilter {
+        tools_list_changed: on(requested.tools_list_changed, tools),
+        prompts_list_changed: on(requested.prompts_list_changed, prompts),
+        resources_list_changed: on(requested.resources_list_changed, resources),
+        resource_subscriptions: requested
+            .resource_subscriptions
+            .clone()
+            .filter(|_| subscribe),
+        ..Default::default()
+    }
+}
+
+fn id_value(id: &RequestId) -> Value {
+    serde_json::to_value(id).unwrap_or(Value::Null)
+}
+
+fn notification(method: &str, id: &RequestId, field: Option<(&str, Value)>) -> Bytes {
+    let mut params = serde_json::Map::new();
+    if let Some((k, v)) = field {
+        params.insert(k.to_owned(), v);
+    }
+    params.insert(
+        "_meta".to_owned(),
+        json!({ SUBSCRIPTION_ID_KEY: id_value(id) }),
+    );
+    let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+    Bytes::from(serde_json::to_vec(&msg).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sub_resources_are_covered() {
+        assert!(covers("file:///a", "file:///a"));
+        assert!(covers("file:///a", "file:///a/b"));
+        assert!(covers("file:///a/", "file:///a/b"));
+        assert!(!covers("file:///a", "file:///ab"));
+        assert!(!covers("file:///a/b", "file:///a"));
+    }
+}

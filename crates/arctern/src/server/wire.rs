@@ -1,0 +1,91 @@
+//! How the engine reads params and writes results of every method, generically.
+
+use arctern_types::RequestMeta;
+use arctern_types::meta::Meta;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::config::CacheHint;
+
+/// Request params the engine can parse: it takes the `_meta` envelope out of them and may
+/// compare a mirrored name with the `Mcp-Name` header.
+pub(crate) trait WireParams: DeserializeOwned + Send + 'static {
+    /// Moves the `_meta` envelope out.
+    fn take_meta(&mut self) -> RequestMeta;
+    /// The value `Mcp-Name` must mirror (tool or prompt name, resource URI).
+    fn mirrored_name(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Results the engine can encode: it stamps `_meta` and fills in caching hints.
+pub(crate) trait WireResult: Serialize + Send + 'static {
+    /// The result's `_meta`.
+    fn meta_mut(&mut self) -> &mut Option<Meta>;
+    /// Fills `ttlMs` / `cacheScope` where the handler left them unset.
+    fn apply_cache_hint(&mut self, hint: CacheHint) {
+        let _ = hint;
+    }
+}
+
+macro_rules! wire_params {
+    ($($t:ty $(=> $name:ident)?),* $(,)?) => {$(
+        impl WireParams for $t {
+            fn take_meta(&mut self) -> RequestMeta {
+                std::mem::take(&mut self.meta)
+            }
+            $(fn mirrored_name(&self) -> Option<&str> {
+                Some(&self.$name)
+            })?
+        }
+    )*};
+}
+
+wire_params!(
+    arctern_types::base::PaginatedRequestParams,
+    arctern_types::tools::CallToolRequestParams => name,
+    arctern_types::prompts::GetPromptRequestParams => name,
+    arctern_types::resources::ReadResourceRequestParams => uri,
+    arctern_types::completion::CompleteRequestParams,
+    arctern_types::subscriptions::SubscriptionsListenRequestParams,
+);
+
+macro_rules! wire_result {
+    ($($t:ty),* $(,)?) => {$(
+        impl WireResult for $t {
+            fn meta_mut(&mut self) -> &mut Option<Meta> {
+                &mut self.meta
+            }
+        }
+    )*};
+}
+
+macro_rules! cacheable_result {
+    ($($t:ty),* $(,)?) => {$(
+        impl WireResult for $t {
+            fn meta_mut(&mut self) -> &mut Option<Meta> {
+                &mut self.meta
+            }
+            fn apply_cache_hint(&mut self, hint: CacheHint) {
+                self.ttl_ms.get_or_insert(hint.ttl_ms);
+                self.cache_scope.get_or_insert(hint.scope);
+            }
+        }
+    )*};
+}
+
+wire_result!(
+    arctern_types::tools::CallToolResult,
+    arctern_types::prompts::GetPromptResult,
+    arctern_types::completion::CompleteResult,
+    arctern_types::mrtr::InputRequiredResult,
+);
+
+cacheable_result!(
+    arctern_types::discover::DiscoverResult,
+    arctern_types::tools::ListToolsResult,
+    arctern_types::prompts::ListPromptsResult,
+    arctern_types::resources::ListResourcesResult,
+    arctern_types::resources::ListResourceTemplatesResult,
+    arctern_types::resources::ReadResourceResult,
+);

@@ -1,0 +1,1 @@
+//! Streamable HTTP transport (under construction).

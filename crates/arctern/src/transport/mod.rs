@@ -1,0 +1,11 @@
+//! Transports: how MCP messages travel between a client and a server.
+//!
+//! - [`http`]: Streamable HTTP (a hyper/tower server mountable in axum, a standalone
+//!   server, and the client side).
+//! - [`stdio`]: newline-delimited JSON over stdin/stdout (a server, and a client that spawns
+//!   the server as a child process).
+
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "stdio")]
+pub mod stdio;

@@ -1,0 +1,1 @@
+//! stdio transport (under construction).

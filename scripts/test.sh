@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test of the project: the Rust test suites, then the official MCP conformance
+# suite against the fixture server (2026-07-28 wire). Tools it needs (the pinned conformance
+# suite) are installed on first use into a cache outside the checkout.
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh --quick    Rust tests only
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+echo "== cargo test"
+cargo test --workspace --all-targets
+cargo test --workspace --doc
+
+[ "$quick" = 1 ] && exit 0
+
+echo "== conformance: server leg, 2026-07-28 wire"
+scripts/conformance.sh server 2026-07-28
