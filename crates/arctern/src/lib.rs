@@ -2,6 +2,9 @@
 
 pub use arctern_types as types;
 pub use arctern_types::{ErrorCode, ErrorObject};
+pub use error::{Error, ErrorKind, Result};
+
+mod error;
 
 #[cfg(feature = "server")]
 pub mod server;

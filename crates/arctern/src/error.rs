@@ -1,0 +1,166 @@
+//! Infrastructure errors.
+//!
+//! Two families of failure exist, as in tonic and hyper: a *protocol* outcome is data (a
+//! JSON-RPC [`ErrorObject`](crate::ErrorObject) the peer sent, or a tool's `isError` result),
+//! while everything that keeps a message from being exchanged at all (a socket error, a
+//! timeout, a peer that went away, bad configuration) is an [`Error`]: opaque, with a
+//! [`ErrorKind`] and predicates to branch on.
+
+use std::borrow::Cow;
+use std::fmt;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What kind of failure an [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An I/O error (binding, reading, writing, spawning).
+    Io,
+    /// The transport failed: the connection broke, or the peer sent something that is not
+    /// MCP (bad HTTP status, malformed frame, non-JSON body).
+    Transport,
+    /// The peer answered with a JSON-RPC error object; see [`Error::protocol_error`].
+    Protocol,
+    /// A deadline passed.
+    Timeout,
+    /// The connection or the server is closed.
+    Closed,
+    /// The configuration is invalid (for example a handler could not be registered, or a key
+    /// is too short).
+    Config,
+    /// A message could not be encoded or decoded.
+    Codec,
+    /// The peer speaks no protocol version this side supports.
+    Version,
+    /// A multi round-trip request could not be completed (round cap reached, no handler for
+    /// an input request, an unknown `resultType`).
+    InputRequired,
+}
+
+/// An infrastructure error. See the [module documentation](self).
+pub struct Error {
+    kind: ErrorKind,
+    message: Cow<'static, str>,
+    protocol: Option<crate::ErrorObject>,
+    source: Option<BoxError>,
+}
+
+impl Error {
+    /// An error of `kind` with a message.
+    pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            protocol: None,
+            source: None,
+        }
+    }
+
+    /// Attaches the underlying cause.
+    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// An error carrying the JSON-RPC error object the peer answered with.
+    pub fn protocol(error: crate::ErrorObject) -> Self {
+        Error {
+            kind: ErrorKind::Protocol,
+            message: Cow::Owned(error.to_string()),
+            protocol: Some(error),
+            source: None,
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The JSON-RPC error object the peer sent, for [`ErrorKind::Protocol`].
+    pub fn protocol_error(&self) -> Option<&crate::ErrorObject> {
+        self.protocol.as_ref()
+    }
+
+    /// Whether this is an I/O error.
+    pub fn is_io(&self) -> bool {
+        self.kind == ErrorKind::Io
+    }
+
+    /// Whether the transport failed.
+    pub fn is_transport(&self) -> bool {
+        self.kind == ErrorKind::Transport
+    }
+
+    /// Whether the peer answered with a JSON-RPC error.
+    pub fn is_protocol(&self) -> bool {
+        self.kind == ErrorKind::Protocol
+    }
+
+    /// Whether a deadline passed.
+    pub fn is_timeout(&self) -> bool {
+        self.kind == ErrorKind::Timeout
+    }
+
+    /// Whether the connection or server is closed.
+    pub fn is_closed(&self) -> bool {
+        self.kind == ErrorKind::Closed
+    }
+
+    /// Whether the configuration is invalid.
+    pub fn is_config(&self) -> bool {
+        self.kind == ErrorKind::Config
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(p) = &self.protocol {
+            d.field("protocol", p);
+        }
+        if let Some(s) = &self.source {
+            d.field("source", s);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as _)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        let kind = if e.kind() == std::io::ErrorKind::TimedOut {
+            ErrorKind::Timeout
+        } else {
+            ErrorKind::Io
+        };
+        Error::new(kind, "I/O error").with_source(e)
+    }
+}
+
+#[cfg(feature = "server")]
+impl From<crate::server::RegistrationError> for Error {
+    fn from(e: crate::server::RegistrationError) -> Self {
+        Error::new(ErrorKind::Config, "invalid server").with_source(e)
+    }
+}
+
+/// A `Result` with an [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
