@@ -1,9 +1,15 @@
 //! Server identity, declared capabilities, versions and caching hints.
 
+use std::fmt;
+use std::sync::Arc;
+
 use arctern_types::capabilities::ServerCapabilities;
 use arctern_types::implementation::Implementation;
 use arctern_types::result::CacheScope;
 use arctern_types::version::ProtocolVersion;
+
+use super::mrtr::MrtrLimits;
+use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it
 /// (`cacheScope`).
@@ -67,6 +73,28 @@ impl CachePolicy {
     }
 }
 
+/// Derives the principal a request's state is bound to, when the authentication layer does
+/// not put a [`Principal`](super::Principal) in the request's extensions.
+#[derive(Clone)]
+pub struct PrincipalHook(
+    pub(crate) Arc<dyn Fn(&super::RequestContext) -> Option<String> + Send + Sync>,
+);
+
+impl PrincipalHook {
+    /// A hook from a function.
+    pub fn new(
+        f: impl Fn(&super::RequestContext) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        PrincipalHook(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for PrincipalHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PrincipalHook")
+    }
+}
+
 /// Static description of a server, fixed when it is built.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -82,6 +110,15 @@ pub struct ServerConfig {
     pub cache: CachePolicy,
     /// Whether results carry `io.modelcontextprotocol/serverInfo` in `_meta` (default on).
     pub stamp_server_info: bool,
+    /// Seals `requestState` on the way out and verifies it on the way in (on `tools/call`,
+    /// `prompts/get` and `resources/read`). Off for a low-level server until set with
+    /// [`ServerConfig::seal_request_state`]; on by default for `McpServer`.
+    pub request_state: Option<StateSealer>,
+    /// Limits on multi round-trip requests.
+    pub mrtr: MrtrLimits,
+    /// Where the principal for request-state binding comes from when no
+    /// [`Principal`](super::Principal) extension is present.
+    pub principal: Option<PrincipalHook>,
 }
 
 impl ServerConfig {
@@ -95,6 +132,17 @@ impl ServerConfig {
             versions: ProtocolVersion::MODERN.to_vec(),
             cache: CachePolicy::default(),
             stamp_server_info: true,
+            request_state: None,
+            mrtr: MrtrLimits::default(),
+            principal: None,
         }
+    }
+
+    /// Seals request state with `sealer` (one line to opt in on a low-level server):
+    /// handlers write and read plaintext, the wire only sees sealed tokens, and every
+    /// incoming `requestState` is verified.
+    pub fn seal_request_state(mut self, sealer: StateSealer) -> Self {
+        self.request_state = Some(sealer);
+        self
     }
 }

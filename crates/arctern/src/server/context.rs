@@ -1,8 +1,9 @@
 //! What a handler knows about the request it serves.
 
+use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arctern_types::capabilities::ClientCapabilities;
 use arctern_types::implementation::Implementation;
@@ -12,8 +13,12 @@ use arctern_types::progress::{ProgressNotificationParams, ProgressToken};
 use arctern_types::{JsonRpcNotification, ProtocolVersion, RequestId, RequestMeta};
 use bytes::Bytes;
 use serde::Serialize;
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+use super::mrtr::MrtrLimits;
+use crate::state::{QuestionDigest, StatePayload};
 
 /// Which generation of the protocol a request arrived on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +94,15 @@ pub(crate) struct ContextInner {
     pub(crate) extensions: http::Extensions,
     /// Bits of the last progress value sent (f64), to keep progress increasing.
     pub(crate) last_progress: AtomicU64,
+    /// The verified request state of this round (its plaintext `state` is in the params).
+    pub(crate) opened: Option<StatePayload>,
+    /// Answers and pins the multi round-trip layer wants sealed into the next round.
+    pub(crate) carry: Mutex<Option<Carry>>,
+    pub(crate) limits: MrtrLimits,
 }
+
+/// Answers and question pins to seal into the next round's request state.
+pub(crate) type Carry = (Map<String, Value>, BTreeMap<String, QuestionDigest>);
 
 impl fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -224,6 +237,38 @@ impl RequestContext {
     /// The progress token the client sent, if any.
     pub fn progress_token(&self) -> Option<&ProgressToken> {
         self.inner.meta.progress_token.as_ref()
+    }
+
+    /// The verified request state of this round, when the server seals request state and
+    /// the client sent one.
+    pub(crate) fn opened_state(&self) -> Option<&StatePayload> {
+        self.inner.opened.as_ref()
+    }
+
+    pub(crate) fn mrtr_limits(&self) -> MrtrLimits {
+        self.inner.limits
+    }
+
+    /// Records answers and pins to seal into the next round.
+    pub(crate) fn set_carry(
+        &self,
+        answers: Map<String, Value>,
+        pins: BTreeMap<String, QuestionDigest>,
+    ) {
+        *self.inner.carry.lock().unwrap_or_else(|e| e.into_inner()) = Some((answers, pins));
+    }
+
+    pub(crate) fn take_carry(&self) -> Option<Carry> {
+        self.inner
+            .carry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// How many `input_required` rounds preceded this request (0 without verified state).
+    pub fn round(&self) -> u32 {
+        self.inner.opened.as_ref().map_or(0, |p| p.round)
     }
 
     /// The log level the client opted into for this request, if any.

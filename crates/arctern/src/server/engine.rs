@@ -10,6 +10,7 @@ use arctern_types::discover::DiscoverResult;
 use arctern_types::jsonrpc::{JsonRpcMessage, JsonRpcNotification, JsonRpcRequest};
 use arctern_types::meta::{Meta, SERVER_INFO_KEY};
 use arctern_types::methods;
+use arctern_types::mrtr::InputRequiredResult;
 use arctern_types::notifications::CancelledNotificationParams;
 use arctern_types::result::ResultType;
 use arctern_types::{ErrorObject, RequestId, RequestMeta};
@@ -25,7 +26,8 @@ use super::handler::{Handler, HandlerResult};
 use super::outcome::Outcome;
 use super::reply::{Reply, respond_lazily};
 use super::subscriptions::{ChangeBroker, ChangeNotifier};
-use super::wire::{WireParams, WireResult};
+use super::wire::{MrtrParams, WireParams, WireResult};
+use crate::state::{StateBinding, StatePayload};
 
 /// Buffer of request-scoped notifications before a slow client pushes back on the handler.
 const NOTIFICATION_BUFFER: usize = 64;
@@ -83,6 +85,15 @@ impl RequestOrigin {
 /// get one from [`McpServer`](crate::server::McpServer).
 pub struct Server<H> {
     inner: Arc<Inner<H>>,
+}
+
+impl<H> std::fmt::Debug for Server<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.inner.config.info.name)
+            .field("version", &self.inner.config.info.version)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<H> Clone for Server<H> {
@@ -421,6 +432,9 @@ impl<H: Handler> Server<H> {
                 cancel: self.inner.shutdown.child_token(),
                 extensions: origin.extensions,
                 last_progress: AtomicU64::new(u64::MAX),
+                opened: None,
+                carry: std::sync::Mutex::new(None),
+                limits: self.inner.config.mrtr,
             }),
         };
         Ok((ctx, params))
@@ -533,7 +547,8 @@ impl<H: Handler> Server<H> {
     }
 
     /// Serves `tools/call`, `prompts/get` or `resources/read`, whose result may be
-    /// `input_required`.
+    /// `input_required`. With sealing on, the incoming `requestState` is verified and opened
+    /// before the handler runs, and the outgoing one sealed after.
     async fn serve_outcome<P, R, F, Fut>(
         &self,
         id: RequestId,
@@ -543,17 +558,21 @@ impl<H: Handler> Server<H> {
         call: F,
     ) -> Reply
     where
-        P: WireParams,
+        P: WireParams + MrtrParams,
         R: WireResult,
         F: FnOnce(Server<H>, RequestContext, P) -> Fut,
         Fut: Future<Output = HandlerResult<Outcome<R>>> + Send + 'static,
     {
         let (sink, rx) = self.notification_channel(method);
-        let (ctx, params) = match self.prepare::<P>(&id, method, raw, origin, sink) {
+        let (mut ctx, mut params) = match self.prepare::<P>(&id, method, raw, origin, sink) {
             Ok(v) => v,
             Err(r) => return self.reject(Some(id), r),
         };
-        let fut = call(self.clone(), ctx, params);
+        let binding = match self.open_state(method, &mut ctx, &mut params) {
+            Ok(binding) => binding,
+            Err(r) => return self.reject(Some(id), r),
+        };
+        let fut = call(self.clone(), ctx.clone(), params);
         let this = self.clone();
         let cache = self.cache_hint(method);
         let response = async move {
@@ -564,22 +583,11 @@ impl<H: Handler> Server<H> {
                     }
                     this.encode_result(&id, result)
                 }
-                Ok(Outcome::InputRequired(mut ask)) => {
-                    if ask.input_requests.as_ref().is_none_or(|r| r.is_empty())
-                        && ask.request_state.is_none()
-                    {
-                        tracing::error!(
-                            "a handler returned input_required with neither inputRequests nor requestState"
-                        );
-                        return this.encode_error(
-                            Some(&id),
-                            &ErrorObject::internal_error(
-                                "Handler returned an input_required result with nothing to ask",
-                            ),
-                        );
+                Ok(Outcome::InputRequired(ask)) => {
+                    match this.finish_input_required(&ctx, binding, ask) {
+                        Ok(ask) => this.encode_result(&id, ask),
+                        Err(error) => this.encode_error(Some(&id), &error),
                     }
-                    ask.result_type = ResultType::INPUT_REQUIRED;
-                    this.encode_result(&id, ask)
                 }
                 Err(error) => this.encode_error(Some(&id), &error),
             }
@@ -588,6 +596,104 @@ impl<H: Handler> Server<H> {
             None => Reply::message(200, response.await),
             Some(rx) => respond_lazily(response, rx).await,
         }
+    }
+
+    /// The state boundary on the way in: verifies and opens `requestState`, leaving the
+    /// handler's plaintext in the params. Every failure answers the same `-32602` (the real
+    /// reason is logged).
+    fn open_state<P: MrtrParams>(
+        &self,
+        method: Method,
+        ctx: &mut RequestContext,
+        params: &mut P,
+    ) -> Result<Option<StateBinding>, Rejection> {
+        let Some(sealer) = &self.inner.config.request_state else {
+            return Ok(None);
+        };
+        let principal = match ctx.principal() {
+            Some(p) => Some(p.0.clone()),
+            None => self
+                .inner
+                .config
+                .principal
+                .as_ref()
+                .and_then(|hook| (hook.0)(ctx)),
+        };
+        let binding = StateBinding::new(method.name(), params.target(), params.args_digest())
+            .with_principal_opt(principal.as_deref());
+        if let Some(token) = params.request_state_mut().take() {
+            match sealer.open(&token, &binding) {
+                Ok(mut payload) => {
+                    *params.request_state_mut() = payload.state.take();
+                    if let Some(inner) = Arc::get_mut(&mut ctx.inner) {
+                        inner.opened = Some(payload);
+                    }
+                }
+                Err(rejection) => return Err(Rejection::bad_request(rejection.to_error_object())),
+            }
+        }
+        Ok(Some(binding))
+    }
+
+    /// The state boundary on the way out: checks what the handler asks for against the
+    /// client's capabilities and the limits, and seals the request state.
+    fn finish_input_required(
+        &self,
+        ctx: &RequestContext,
+        binding: Option<StateBinding>,
+        mut ask: InputRequiredResult,
+    ) -> Result<InputRequiredResult, ErrorObject> {
+        let requests = ask.input_requests.as_ref().map_or(0, |r| r.len());
+        if requests == 0
+            && ask.request_state.is_none()
+            && ctx.inner.carry.lock().map_or(true, |c| c.is_none())
+        {
+            tracing::error!(
+                "a handler returned input_required with neither inputRequests nor requestState"
+            );
+            return Err(ErrorObject::internal_error(
+                "Handler returned an input_required result with nothing to ask",
+            ));
+        }
+        if requests > self.inner.config.mrtr.max_input_requests {
+            tracing::error!(
+                requests,
+                "a handler asked more questions than the limit allows"
+            );
+            return Err(ErrorObject::internal_error(
+                "The handler asked too many questions at once",
+            ));
+        }
+        let caps = ctx.client_capabilities();
+        for request in ask.input_requests.iter().flat_map(|r| r.values()) {
+            if !request.is_supported_by(caps) {
+                let required =
+                    serde_json::to_value(request.required_capabilities()).unwrap_or_default();
+                return Err(ErrorObject::missing_client_capability(required));
+            }
+        }
+        if let (Some(sealer), Some(binding)) = (&self.inner.config.request_state, binding) {
+            let (answers, asked) = ctx.take_carry().unwrap_or_default();
+            let payload = StatePayload {
+                state: ask.request_state.take(),
+                answers,
+                asked,
+                round: ctx.round().saturating_add(1),
+            };
+            if payload.state.is_some() || !payload.asked.is_empty() || !payload.answers.is_empty() {
+                match sealer.seal(&binding, &payload) {
+                    Ok(token) => ask.request_state = Some(token),
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not seal request state");
+                        return Err(ErrorObject::internal_error(
+                            "Could not seal the request state",
+                        ));
+                    }
+                }
+            }
+        }
+        ask.result_type = ResultType::INPUT_REQUIRED;
+        Ok(ask)
     }
 
     fn notification_channel(

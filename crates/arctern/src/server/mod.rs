@@ -20,12 +20,15 @@ mod reply;
 mod subscriptions;
 mod wire;
 
-pub use config::{CacheHint, CachePolicy, ServerConfig};
+pub use config::{CacheHint, CachePolicy, PrincipalHook, ServerConfig};
 pub use context::{Era, Principal, RequestContext, TransportKind};
 pub use engine::{RequestOrigin, Server, WireHeaders};
 pub use handler::{Handler, HandlerResult, resource_not_found};
 pub use mcp::*;
-pub use mrtr::Interrupt;
+pub use mrtr::{
+    Answer, AnswerOutcome, Ask, AskContext, Asked, Collect, Decision, Interrupt, MrtrLimits,
+    NotYet, Question, Questions, RequestState, Responses, Roots, Sample, SamplingQuestion,
+};
 pub use outcome::Outcome;
 pub use reply::{Reply, ReplyStream};
 pub use subscriptions::{Change, ChangeNotifier};

@@ -4,8 +4,10 @@ use arctern_types::RequestMeta;
 use arctern_types::meta::Meta;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use super::config::CacheHint;
+use crate::state::{ArgsDigest, args_digest};
 
 /// Request params the engine can parse: it takes the `_meta` envelope out of them and may
 /// compare a mirrored name with the `Mcp-Name` header.
@@ -49,6 +51,61 @@ wire_params!(
     arctern_types::completion::CompleteRequestParams,
     arctern_types::subscriptions::SubscriptionsListenRequestParams,
 );
+
+/// Params of `tools/call`, `prompts/get` and `resources/read`: what request state is bound
+/// to, and the state itself.
+pub(crate) trait MrtrParams {
+    /// The tool or prompt name, or the resource URI.
+    fn target(&self) -> &str;
+    /// The canonical digest of the arguments.
+    fn args_digest(&self) -> ArgsDigest;
+    /// The request state.
+    fn request_state_mut(&mut self) -> &mut Option<String>;
+}
+
+impl MrtrParams for arctern_types::tools::CallToolRequestParams {
+    fn target(&self) -> &str {
+        &self.name
+    }
+    fn args_digest(&self) -> ArgsDigest {
+        let args = self.arguments.clone().map(Value::Object);
+        args_digest(args.as_ref())
+    }
+    fn request_state_mut(&mut self) -> &mut Option<String> {
+        &mut self.request_state
+    }
+}
+
+impl MrtrParams for arctern_types::prompts::GetPromptRequestParams {
+    fn target(&self) -> &str {
+        &self.name
+    }
+    fn args_digest(&self) -> ArgsDigest {
+        let args = self.arguments.as_ref().map(|a| {
+            Value::Object(
+                a.iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect(),
+            )
+        });
+        args_digest(args.as_ref())
+    }
+    fn request_state_mut(&mut self) -> &mut Option<String> {
+        &mut self.request_state
+    }
+}
+
+impl MrtrParams for arctern_types::resources::ReadResourceRequestParams {
+    fn target(&self) -> &str {
+        &self.uri
+    }
+    fn args_digest(&self) -> ArgsDigest {
+        args_digest(None)
+    }
+    fn request_state_mut(&mut self) -> &mut Option<String> {
+        &mut self.request_state
+    }
+}
 
 macro_rules! wire_result {
     ($($t:ty),* $(,)?) => {$(

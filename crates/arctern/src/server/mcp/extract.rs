@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use arctern_types::ErrorObject;
 use arctern_types::meta::JsonObject;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -54,6 +55,7 @@ impl CallParts {
         arguments: Option<JsonObject>,
         input: InputState,
     ) -> Self {
+        // Built before the context moves in: the input reads the opened request state.
         CallParts {
             ctx,
             kind,
@@ -95,9 +97,10 @@ impl CallParts {
 
 /// Why a handler could not run: answered as an `isError` tool result, or a `-32602` error for
 /// prompts and resources.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     message: String,
+    error: Option<ErrorObject>,
 }
 
 impl Rejection {
@@ -105,7 +108,28 @@ impl Rejection {
     pub fn new(message: impl Into<String>) -> Self {
         Rejection {
             message: message.into(),
+            error: None,
         }
+    }
+
+    /// A rejection answered with this JSON-RPC error, for every kind of call (for example
+    /// `-32021` when the client lacks a capability a question needs).
+    pub fn protocol(error: ErrorObject) -> Self {
+        Rejection {
+            message: error.message.to_string(),
+            error: Some(error),
+        }
+    }
+
+    /// The JSON-RPC error this rejection is answered with, if it is not an in-band one.
+    pub fn protocol_error(&self) -> Option<&ErrorObject> {
+        self.error.as_ref()
+    }
+
+    /// The JSON-RPC error to answer a prompt or resource call with.
+    pub(crate) fn into_error(self) -> ErrorObject {
+        self.error
+            .unwrap_or_else(|| ErrorObject::invalid_params(self.message))
     }
 
     /// The message.
@@ -132,10 +156,10 @@ pub enum Extracted<T> {
     Rejected(Rejection),
 }
 
-/// Which multi round-trip style an extractor or return type belongs to. The two styles cannot
+/// Which multi round-trip form an extractor or return type belongs to. The two forms cannot
 /// be mixed in one handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Form {
+pub enum Form {
     /// Typed questions answered through extractors (`Answer`, `Sample`, `Roots`...).
     Dependency,
     /// The handler reads `inputResponses` / `requestState` itself and returns an
@@ -149,6 +173,7 @@ pub struct Describe {
     pub(crate) input_schema: Option<JsonObject>,
     pub(crate) output_schema: Option<JsonObject>,
     pub(crate) forms: Vec<(Form, &'static str)>,
+    pub(crate) questions: Vec<(&'static str, &'static str)>,
     pub(crate) errors: Vec<String>,
 }
 
@@ -174,8 +199,24 @@ impl Describe {
         self.errors.push(message.into());
     }
 
-    pub(crate) fn form(&mut self, form: Form, by: &'static str) {
+    /// Declares that an extractor or return type belongs to a multi round-trip form.
+    pub fn form(&mut self, form: Form, by: &'static str) {
         self.forms.push((form, by));
+    }
+
+    /// Records a question key; two different questions may not share one.
+    pub fn question(&mut self, key: &'static str, by: &'static str) {
+        if let Some((_, other)) = self.questions.iter().find(|(k, b)| *k == key && *b != by) {
+            self.errors.push(format!(
+                "two questions share the key {key:?} ({other} and {by}); keys must be unique"
+            ));
+        }
+        self.questions.push((key, by));
+    }
+
+    /// Whether the handler asks typed questions (needs sealed request state).
+    pub(crate) fn uses_dependency_form(&self) -> bool {
+        self.forms.iter().any(|(f, _)| *f == Form::Dependency)
     }
 
     /// Checks the collected declarations: the two multi round-trip forms cannot be mixed.

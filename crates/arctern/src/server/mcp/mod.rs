@@ -53,7 +53,8 @@ use serde_json::Value;
 
 pub use completion::{CompletionRequest, IntoCompletion};
 pub use extract::{
-    Args, CallKind, CallParts, Describe, Extracted, FromCall, RawArgs, Rejection, State, schema_for,
+    Args, CallKind, CallParts, Describe, Extracted, Form, FromCall, RawArgs, Rejection, State,
+    schema_for,
 };
 pub use handler_fn::HandlerFn;
 pub use prompt::{IntoPromptResult, PromptSpec};
@@ -66,13 +67,15 @@ use prompt::PromptEntry;
 use resource::{ResourceEntry, TemplateEntry};
 use tool::ToolEntry;
 
-use super::config::{CachePolicy, ServerConfig};
+use super::config::{CachePolicy, PrincipalHook, ServerConfig};
 use super::context::RequestContext;
 use super::engine::Server;
 use super::handler::{Handler, HandlerResult, resource_not_found};
 use super::mrtr::InputState;
+use super::mrtr::MrtrLimits;
 use super::outcome::Outcome;
 use super::subscriptions::ChangeNotifier;
+use crate::state::{KeyRing, StateSealer};
 
 /// Default number of entries per page of `tools/list`, `prompts/list`, `resources/list` and
 /// `resources/templates/list`.
@@ -139,6 +142,19 @@ pub struct McpServer<S = ()> {
     errors: Vec<String>,
     page_size: usize,
     enable: Enable,
+    sealing: Sealing,
+}
+
+/// How an `McpServer` seals request state.
+enum Sealing {
+    /// A fresh process-local key, the server name as audience.
+    Default,
+    /// These keys, the server name as audience.
+    Keys(KeyRing),
+    /// A sealer configured in full.
+    Sealer(StateSealer),
+    /// No sealing (typed questions cannot be registered).
+    Off,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -182,7 +198,45 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 logging: true,
                 ..Default::default()
             },
+            sealing: Sealing::Default,
         }
+    }
+
+    /// Seals request state with these keys (the first seals, all verify), so that several
+    /// server processes sharing them can finish each other's flows, and keys rotate without
+    /// downtime. Without this a fresh process-local key is used.
+    pub fn state_keys(mut self, keys: KeyRing) -> Self {
+        self.sealing = Sealing::Keys(keys);
+        self
+    }
+
+    /// Seals request state with a sealer configured in full (codec, clock, time to live,
+    /// audience, maximum token size).
+    pub fn state_sealer(mut self, sealer: StateSealer) -> Self {
+        self.sealing = Sealing::Sealer(sealer);
+        self
+    }
+
+    /// Turns request-state sealing off: `requestState` then passes between the client and
+    /// manual-form handlers as plain text, and handlers asking typed questions cannot be
+    /// registered (their answers are pinned inside the sealed state). Only for servers whose
+    /// state carries nothing that tampering could abuse.
+    pub fn without_state_sealing(mut self) -> Self {
+        self.sealing = Sealing::Off;
+        self
+    }
+
+    /// Where the principal that request state is bound to comes from, when no authentication
+    /// layer put a [`Principal`](crate::server::Principal) in the request's extensions.
+    pub fn principal(mut self, hook: PrincipalHook) -> Self {
+        self.config.principal = Some(hook);
+        self
+    }
+
+    /// Limits on multi round-trip requests (questions per round, rounds per call).
+    pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
+        self.config.mrtr = limits;
+        self
     }
 
     /// The version in `serverInfo`.
@@ -362,13 +416,36 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     }
 
     /// Builds the server, or reports every handler that could not be registered.
-    pub fn build(self) -> Result<Server<McpHandler<S>>, RegistrationError> {
+    pub fn build(mut self) -> Result<Server<McpHandler<S>>, RegistrationError> {
+        let name = self.config.info.name.clone();
+        let sealer = match std::mem::replace(&mut self.sealing, Sealing::Off) {
+            Sealing::Off => None,
+            Sealing::Sealer(sealer) => Some(Ok(sealer)),
+            Sealing::Default | Sealing::Keys(_) if name.trim().is_empty() => {
+                self.errors.push(
+                    "request-state sealing binds tokens to the server's name as their audience: give the server a name, or pass a sealer with an explicit audience".into(),
+                );
+                None
+            }
+            Sealing::Default => Some(StateSealer::builder(name.clone()).build()),
+            Sealing::Keys(keys) => Some(StateSealer::builder(name.clone()).keys(keys).build()),
+        }
+        .transpose()
+        .unwrap_or_else(|e| {
+            self.errors.push(format!("request-state sealing: {e}"));
+            None
+        });
+        if sealer.is_none() {
+            self.errors.extend(self.registry.asking_without_sealing());
+        }
         if !self.errors.is_empty() {
             return Err(RegistrationError {
                 messages: self.errors,
             });
         }
+        let sealing = sealer.is_some();
         let mut config = self.config;
+        config.request_state = sealer;
         let r = &self.registry;
         let caps = &mut config.capabilities;
         if self.enable.tools || !r.tools.is_empty() {
@@ -404,6 +481,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 notifier: OnceLock::new(),
                 completer: self.completer,
                 page_size: self.page_size,
+                sealing,
             }),
         };
         let server = Server::new(handler, config);
@@ -448,6 +526,36 @@ impl<S> Clone for Registry<S> {
 }
 
 impl<S> Registry<S> {
+    /// Handlers that ask typed questions, for a server without sealing.
+    fn asking_without_sealing(&self) -> Vec<String> {
+        let why = "it asks typed questions, which need request-state sealing, and this server has it turned off";
+        let tools = self
+            .tools
+            .values()
+            .filter(|e| e.asks)
+            .map(|e| format!("tool {:?}: {why}", e.tool.name));
+        let prompts = self
+            .prompts
+            .values()
+            .filter(|e| e.asks)
+            .map(|e| format!("prompt {:?}: {why}", e.prompt.name));
+        let resources = self
+            .resources
+            .values()
+            .filter(|e| e.asks)
+            .map(|e| format!("resource {:?}: {why}", e.resource.uri));
+        let templates = self
+            .templates
+            .iter()
+            .filter(|e| e.asks)
+            .map(|e| format!("resource template {:?}: {why}", e.template.uri_template));
+        tools
+            .chain(prompts)
+            .chain(resources)
+            .chain(templates)
+            .collect()
+    }
+
     fn insert_tool(&mut self, entry: ToolEntry<S>) -> Result<(), String> {
         let name = entry.tool.name.clone();
         if self.tools.contains_key(&name) {
@@ -504,9 +612,20 @@ struct HandlerInner<S> {
     notifier: OnceLock<ChangeNotifier>,
     completer: Option<Completer>,
     page_size: usize,
+    /// Whether request state is sealed (handlers asking typed questions need it).
+    sealing: bool,
 }
 
 impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
+    fn check_sealing(&self, asks: bool, what: String) -> Result<(), RegistrationError> {
+        if asks && !self.inner.sealing {
+            return Err(RegistrationError::new(format!(
+                "{what}: it asks typed questions, which need request-state sealing, and this server has it turned off"
+            )));
+        }
+        Ok(())
+    }
+
     fn update(
         &self,
         change: impl FnOnce(&mut Registry<S>) -> Result<bool, String>,
@@ -532,6 +651,7 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         T: 'static,
     {
         let entry = tool::tool_entry(spec, handler).map_err(RegistrationError::new)?;
+        self.check_sealing(entry.asks, format!("tool {:?}", entry.tool.name))?;
         self.update(|r| r.insert_tool(entry).map(|()| true))?;
         if let Some(n) = self.notifier() {
             n.tools_changed();
@@ -558,6 +678,7 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         T: 'static,
     {
         let entry = prompt::prompt_entry(spec, handler).map_err(RegistrationError::new)?;
+        self.check_sealing(entry.asks, format!("prompt {:?}", entry.prompt.name))?;
         self.update(|r| r.insert_prompt(entry).map(|()| true))?;
         if let Some(n) = self.notifier() {
             n.prompts_changed();
@@ -689,7 +810,7 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
                 }
             }
         };
-        let input = InputState::new(params.input_responses, params.request_state);
+        let input = InputState::new(&ctx, params.input_responses, params.request_state);
         let parts = CallParts::new(ctx, CallKind::Tool, params.name, params.arguments, input);
         handler.call(parts, self.inner.state.clone()).await
     }
@@ -732,7 +853,7 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
                 .map(|(k, v)| (k, Value::String(v)))
                 .collect()
         });
-        let input = InputState::new(params.input_responses, params.request_state);
+        let input = InputState::new(&ctx, params.input_responses, params.request_state);
         let parts = CallParts::new(ctx, CallKind::Prompt, params.name, arguments, input);
         handler.call(parts, self.inner.state.clone()).await
     }
@@ -798,7 +919,7 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
                 return Err(resource_not_found(&params.uri));
             }
         };
-        let input = InputState::new(params.input_responses, params.request_state);
+        let input = InputState::new(&ctx, params.input_responses, params.request_state);
         let parts = CallParts::new(ctx, CallKind::Resource, params.uri, arguments, input);
         handler.call(parts, self.inner.state.clone(), mime).await
     }

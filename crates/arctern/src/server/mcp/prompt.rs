@@ -130,6 +130,7 @@ impl<S> Clone for PromptEntry<S> {
         PromptEntry {
             prompt: self.prompt.clone(),
             handler: self.handler.clone(),
+            asks: self.asks,
         }
     }
 }
@@ -137,6 +138,8 @@ impl<S> Clone for PromptEntry<S> {
 pub(crate) struct PromptEntry<S> {
     pub(crate) prompt: Prompt,
     pub(crate) handler: Arc<dyn ErasedPrompt<S>>,
+    /// Asks typed questions, whose answers are pinned in sealed request state.
+    pub(crate) asks: bool,
 }
 
 pub(crate) trait ErasedPrompt<S>: Send + Sync {
@@ -167,10 +170,17 @@ where
         Box::pin(async move {
             match run.await.0 {
                 Run::Done(out) => out.into_prompt_result(),
-                Run::Pending(parts) | Run::Interrupted(parts, _) => {
-                    parts.input.finish_round(&parts.ctx)
+                Run::Pending(parts) => {
+                    let CallParts { ctx, input, .. } = parts;
+                    input.finish_round(&ctx, None, |msg| Err(ErrorObject::invalid_params(msg)))
                 }
-                Run::Rejected(r) => Err(ErrorObject::invalid_params(r.message().to_owned())),
+                Run::Interrupted(parts, interrupt) => {
+                    let CallParts { ctx, input, .. } = parts;
+                    input.finish_round(&ctx, Some(interrupt), |msg| {
+                        Err(ErrorObject::invalid_params(msg))
+                    })
+                }
+                Run::Rejected(r) => Err(r.into_error()),
             }
         })
     }
@@ -191,6 +201,7 @@ where
     H::describe_params(&mut describe);
     <H::Output as IntoPromptResult>::describe(&mut describe);
     let describe = describe.finish(&format!("prompt {name:?}"))?;
+    let asks = describe.uses_dependency_form();
     let mut prompt = spec.prompt;
     if !spec.explicit_arguments
         && let Some(schema) = &describe.input_schema
@@ -204,6 +215,7 @@ where
             handler,
             _marker: PhantomData,
         }),
+        asks,
     })
 }
 

@@ -270,10 +270,17 @@ where
         Box::pin(async move {
             match run.await.0 {
                 Run::Done(out) => out.into_read_result(&uri, mime.as_deref()),
-                Run::Pending(parts) | Run::Interrupted(parts, _) => {
-                    parts.input.finish_round(&parts.ctx)
+                Run::Pending(parts) => {
+                    let CallParts { ctx, input, .. } = parts;
+                    input.finish_round(&ctx, None, |msg| Err(ErrorObject::invalid_params(msg)))
                 }
-                Run::Rejected(r) => Err(ErrorObject::invalid_params(r.message().to_owned())),
+                Run::Interrupted(parts, interrupt) => {
+                    let CallParts { ctx, input, .. } = parts;
+                    input.finish_round(&ctx, Some(interrupt), |msg| {
+                        Err(ErrorObject::invalid_params(msg))
+                    })
+                }
+                Run::Rejected(r) => Err(r.into_error()),
             }
         })
     }
@@ -284,6 +291,7 @@ impl<S> Clone for ResourceEntry<S> {
         ResourceEntry {
             resource: self.resource.clone(),
             handler: self.handler.clone(),
+            asks: self.asks,
         }
     }
 }
@@ -294,6 +302,7 @@ impl<S> Clone for TemplateEntry<S> {
             template: self.template.clone(),
             matcher: self.matcher.clone(),
             handler: self.handler.clone(),
+            asks: self.asks,
         }
     }
 }
@@ -301,15 +310,19 @@ impl<S> Clone for TemplateEntry<S> {
 pub(crate) struct ResourceEntry<S> {
     pub(crate) resource: Resource,
     pub(crate) handler: Arc<dyn ErasedResource<S>>,
+    /// Asks typed questions, whose answers are pinned in sealed request state.
+    pub(crate) asks: bool,
 }
 
 pub(crate) struct TemplateEntry<S> {
     pub(crate) template: ResourceTemplate,
     pub(crate) matcher: UriTemplate,
     pub(crate) handler: Arc<dyn ErasedResource<S>>,
+    /// Asks typed questions, whose answers are pinned in sealed request state.
+    pub(crate) asks: bool,
 }
 
-fn erase<H, T, S>(what: &str, handler: H) -> Result<Arc<dyn ErasedResource<S>>, String>
+fn erase<H, T, S>(what: &str, handler: H) -> Result<(Arc<dyn ErasedResource<S>>, bool), String>
 where
     H: HandlerFn<T, S>,
     H::Output: IntoReadResult,
@@ -319,11 +332,12 @@ where
     let mut describe = Describe::default();
     H::describe_params(&mut describe);
     <H::Output as IntoReadResult>::describe(&mut describe);
-    describe.finish(what)?;
-    Ok(Arc::new(ResourceFn {
+    let describe = describe.finish(what)?;
+    let handler: Arc<dyn ErasedResource<S>> = Arc::new(ResourceFn {
         handler,
         _marker: PhantomData,
-    }))
+    });
+    Ok((handler, describe.uses_dependency_form()))
 }
 
 pub(crate) fn resource_entry<H, T, S>(
@@ -340,10 +354,11 @@ where
     if uri.is_empty() {
         return Err("a resource needs a URI".into());
     }
-    let handler = erase(&format!("resource {uri:?}"), handler)?;
+    let (handler, asks) = erase(&format!("resource {uri:?}"), handler)?;
     Ok(ResourceEntry {
         resource: spec.resource,
         handler,
+        asks,
     })
 }
 
@@ -360,10 +375,11 @@ where
     let text = &spec.template.uri_template;
     let matcher =
         UriTemplate::parse(text).map_err(|e| format!("resource template {text:?}: {e}"))?;
-    let handler = erase(&format!("resource template {text:?}"), handler)?;
+    let (handler, asks) = erase(&format!("resource template {text:?}"), handler)?;
     Ok(TemplateEntry {
         template: spec.template,
         matcher,
         handler,
+        asks,
     })
 }

@@ -184,6 +184,7 @@ impl<S> Clone for ToolEntry<S> {
         ToolEntry {
             tool: self.tool.clone(),
             handler: self.handler.clone(),
+            asks: self.asks,
         }
     }
 }
@@ -191,6 +192,8 @@ impl<S> Clone for ToolEntry<S> {
 pub(crate) struct ToolEntry<S> {
     pub(crate) tool: Tool,
     pub(crate) handler: Arc<dyn ErasedTool<S>>,
+    /// Asks typed questions, whose answers are pinned in sealed request state.
+    pub(crate) asks: bool,
 }
 
 pub(crate) trait ErasedTool<S>: Send + Sync {
@@ -218,12 +221,24 @@ where
         Box::pin(async move {
             match run.await.0 {
                 Run::Done(out) => out.into_tool_result(),
-                Run::Pending(parts) | Run::Interrupted(parts, _) => {
-                    parts.input.finish_round(&parts.ctx)
+                Run::Pending(parts) => {
+                    let CallParts { ctx, input, .. } = parts;
+                    input.finish_round(&ctx, None, |msg| {
+                        Ok(Outcome::Complete(CallToolResult::error(msg)))
+                    })
                 }
-                Run::Rejected(r) => Ok(Outcome::Complete(CallToolResult::error(
-                    r.message().to_owned(),
-                ))),
+                Run::Interrupted(parts, interrupt) => {
+                    let CallParts { ctx, input, .. } = parts;
+                    input.finish_round(&ctx, Some(interrupt), |msg| {
+                        Ok(Outcome::Complete(CallToolResult::error(msg)))
+                    })
+                }
+                Run::Rejected(r) => match r.protocol_error() {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(Outcome::Complete(CallToolResult::error(
+                        r.message().to_owned(),
+                    ))),
+                },
             }
         })
     }
@@ -246,6 +261,7 @@ where
     H::describe_params(&mut describe);
     <H::Output as IntoToolResult>::describe(&mut describe);
     let describe = describe.finish(&format!("tool {name:?}"))?;
+    let asks = describe.uses_dependency_form();
     let mut tool = spec.tool;
     if !spec.explicit_input_schema {
         let mut schema = describe.input_schema.unwrap_or_default();
@@ -268,5 +284,6 @@ where
             handler,
             _marker: PhantomData,
         }),
+        asks,
     })
 }
