@@ -329,7 +329,7 @@ async fn missing_capabilities_answer_32021() {
     let (status, r) = d
         .call("ask", json!({}), json!({"sampling": {}}), json!({}))
         .await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 400, "the specification ties -32021 to HTTP 400");
     assert_eq!(r["error"]["code"], -32021);
     assert_eq!(
         r["error"]["data"]["requiredCapabilities"],

@@ -535,13 +535,16 @@ impl<H: Handler> Server<H> {
                     if let Some(hint) = cache {
                         result.apply_cache_hint(hint);
                     }
-                    this.encode_result(&id, result)
+                    (200, this.encode_result(&id, result))
                 }
-                Err(error) => this.encode_error(Some(&id), &error),
+                Err(error) => (status_for(&error), this.encode_error(Some(&id), &error)),
             }
         };
         match rx {
-            None => Reply::message(200, response.await),
+            None => {
+                let (status, body) = response.await;
+                Reply::message(status, body)
+            }
             Some(rx) => respond_lazily(response, rx).await,
         }
     }
@@ -581,19 +584,22 @@ impl<H: Handler> Server<H> {
                     if let Some(hint) = cache {
                         result.apply_cache_hint(hint);
                     }
-                    this.encode_result(&id, result)
+                    (200, this.encode_result(&id, result))
                 }
                 Ok(Outcome::InputRequired(ask)) => {
                     match this.finish_input_required(&ctx, binding, ask) {
-                        Ok(ask) => this.encode_result(&id, ask),
-                        Err(error) => this.encode_error(Some(&id), &error),
+                        Ok(ask) => (200, this.encode_result(&id, ask)),
+                        Err(error) => (status_for(&error), this.encode_error(Some(&id), &error)),
                     }
                 }
-                Err(error) => this.encode_error(Some(&id), &error),
+                Err(error) => (status_for(&error), this.encode_error(Some(&id), &error)),
             }
         };
         match rx {
-            None => Reply::message(200, response.await),
+            None => {
+                let (status, body) = response.await;
+                Reply::message(status, body)
+            }
             Some(rx) => respond_lazily(response, rx).await,
         }
     }
@@ -836,6 +842,19 @@ impl<H: Handler> Server<H> {
     /// Encodes an error response.
     pub(crate) fn encode_error(&self, id: Option<&RequestId>, error: &ErrorObject) -> Bytes {
         encode_error(id, error)
+    }
+}
+
+/// The HTTP status of an error a handler returned: 400 for the envelope errors the
+/// specification ties to it (header mismatch, missing client capability, unsupported
+/// version), 404 for method-not-found, else 200.
+fn status_for(error: &ErrorObject) -> u16 {
+    if error.code.is_modern_envelope_error() {
+        400
+    } else if error.code == arctern_types::ErrorCode::METHOD_NOT_FOUND {
+        404
+    } else {
+        200
     }
 }
 

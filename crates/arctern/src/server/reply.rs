@@ -85,20 +85,20 @@ impl Stream for ReplyStream {
     }
 }
 
-type BoxedResponse = Pin<Box<dyn Future<Output = Bytes> + Send>>;
+type BoxedResponse = Pin<Box<dyn Future<Output = (u16, Bytes)> + Send>>;
 
 /// Runs a handler whose request may emit notifications, and decides between a single
 /// message and a stream lazily: if the handler finishes before it notifies anything, the
 /// answer is one plain message; if a notification comes first, the answer becomes a stream
 /// that carries it, any later ones, then the final response.
 pub(crate) async fn respond_lazily(
-    response: impl Future<Output = Bytes> + Send + 'static,
+    response: impl Future<Output = (u16, Bytes)> + Send + 'static,
     mut rx: mpsc::Receiver<Bytes>,
 ) -> Reply {
     let mut response: BoxedResponse = Box::pin(response);
     tokio::select! {
         biased;
-        body = &mut response => {
+        (status, body) = &mut response => {
             match rx.try_recv() {
                 Ok(first) => {
                     let mut queued = vec![first];
@@ -108,7 +108,7 @@ pub(crate) async fn respond_lazily(
                     queued.push(body);
                     Reply::Stream(ReplyStream::new(futures::stream::iter(queued)))
                 }
-                Err(_) => Reply::message(200, body),
+                Err(_) => Reply::message(status, body),
             }
         }
         Some(first) = rx.recv() => Reply::Stream(ReplyStream::new(NotifyThenRespond {
@@ -137,7 +137,7 @@ impl Stream for NotifyThenRespond {
             return Poll::Ready(Some(first));
         }
         if let Some(response) = this.response.as_mut() {
-            if let Poll::Ready(body) = response.as_mut().poll(cx) {
+            if let Poll::Ready((_, body)) = response.as_mut().poll(cx) {
                 this.response = None;
                 this.last = Some(body);
             } else if let Some(rx) = this.rx.as_mut() {
