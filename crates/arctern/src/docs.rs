@@ -1,0 +1,9 @@
+//! Long-form guides.
+
+pub mod mrtr {
+    #![doc = include_str!("../docs/mrtr.md")]
+}
+
+pub mod request_state {
+    #![doc = include_str!("../docs/request-state.md")]
+}

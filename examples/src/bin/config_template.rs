@@ -1,0 +1,62 @@
+//! A resource template, `config://{env}`, that asks before it reveals anything.
+//!
+//! `resources/read config://prod` answers `input_required` asking for a confirmation; the
+//! retry with `{"reveal": true}` reads the configuration. The template variables arrive in
+//! `Args`, and the question reads them too.
+//!
+//! ```sh
+//! cargo run -p arctern-examples --bin config_template
+//! ```
+
+use arctern::server::{
+    Answer, Args, Ask, AskContext, McpHandler, McpServer, NotYet, Question, ResourceTemplateSpec,
+    Server,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Deserialize, JsonSchema)]
+struct Env {
+    env: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Reveal {
+    /// Show the configuration?
+    reveal: bool,
+}
+
+impl Question for Reveal {
+    const KEY: &'static str = "reveal";
+    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+        let env = cx.arguments::<Env>().map(|e| e.env).unwrap_or_default();
+        Ok(Ask::form(format!(
+            "The {env} configuration holds connection strings. Reveal it?"
+        )))
+    }
+}
+
+async fn config(Args(e): Args<Env>, Answer(r): Answer<Reveal>) -> String {
+    if r.reveal {
+        serde_json::json!({"env": e.env, "replicas": 3, "database": format!("postgres://db.{}.internal/app", e.env)})
+            .to_string()
+    } else {
+        format!("The {} configuration was not revealed.", e.env)
+    }
+}
+
+fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError> {
+    McpServer::new("configs")
+        .resource_template(
+            ResourceTemplateSpec::new("config://{env}", "config")
+                .description("The configuration of an environment. Asks before revealing it.")
+                .mime_type("application/json"),
+            config,
+        )
+        .build()
+}
+
+#[tokio::main]
+async fn main() -> arctern::Result<()> {
+    arctern_examples::serve(server()?).await
+}

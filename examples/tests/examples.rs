@@ -1,0 +1,236 @@
+//! Runs every example as a real process on 127.0.0.1 and drives its flow over HTTP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A running example; killed when dropped.
+struct Example {
+    child: Child,
+    url: String,
+}
+
+impl Example {
+    fn start(binary: &str, env: &[(&str, &str)]) -> Example {
+        let mut cmd = Command::new(binary);
+        cmd.args(["--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("the example starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the example prints its URL");
+        let url = line.trim().to_owned();
+        assert!(
+            url.starts_with("http://127.0.0.1:"),
+            "unexpected first line {url:?}"
+        );
+        Example { child, url }
+    }
+
+    /// Sends one 2026-07-28 request and returns the final JSON-RPC message.
+    fn request(&self, id: i64, method: &str, name: Option<&str>, mut params: Value) -> Value {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+        });
+        let body =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        let addr = self
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp");
+        let mut stream = TcpStream::connect(addr).expect("connects");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let name_header = name
+            .map(|n| format!("Mcp-Name: {n}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: {method}\r\n{name_header}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream
+            .read_to_string(&mut response)
+            .expect("reads the response");
+        let (head, payload) = response.split_once("\r\n\r\n").expect("an HTTP response");
+        let message: Value = serde_json::from_str(payload.trim()).expect("a JSON body");
+        assert_eq!(message["id"], id);
+        // Rejected request state is a 400; everything else here is a 200.
+        let expected = if message["error"]["message"] == "Invalid or expired requestState" {
+            "400"
+        } else {
+            "200"
+        };
+        assert!(head.starts_with(&format!("HTTP/1.1 {expected}")), "{head}");
+        message
+    }
+}
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn accept(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+#[test]
+fn provision_on_the_low_level_server() {
+    let ex = Example::start(env!("CARGO_BIN_EXE_provision"), &[]);
+    let tools = ex.request(1, "tools/list", None, json!({}));
+    assert_eq!(tools["result"]["tools"][0]["name"], "provision");
+    let args = json!({"name": "provision", "arguments": {"name": "orders"}});
+    let r1 = ex.request(2, "tools/call", Some("provision"), args.clone());
+    assert_eq!(r1["result"]["resultType"], "input_required");
+    assert_eq!(
+        r1["result"]["inputRequests"]["region"]["method"],
+        "elicitation/create"
+    );
+    let state = r1["result"]["requestState"].as_str().unwrap();
+    assert_ne!(
+        state, "provision-v1",
+        "the handler's plaintext is sealed on the wire"
+    );
+    let mut retry = args.clone();
+    retry["inputResponses"] = json!({"region": accept(json!({"region": "eu-west-1"}))});
+    retry["requestState"] = json!(state);
+    let r2 = ex.request(3, "tools/call", Some("provision"), retry.clone());
+    assert_eq!(
+        r2["result"]["content"][0]["text"],
+        "Provisioned database \"orders\" in eu-west-1."
+    );
+    // The same answer with a forged state is refused.
+    retry["requestState"] = json!("provision-v1");
+    let r3 = ex.request(4, "tools/call", Some("provision"), retry);
+    assert_eq!(r3["error"]["message"], "Invalid or expired requestState");
+}
+
+#[test]
+fn briefing_prompt_asks_for_its_audience() {
+    let ex = Example::start(env!("CARGO_BIN_EXE_briefing"), &[]);
+    let params = json!({"name": "briefing", "arguments": {"topic": "the Q3 migration"}});
+    let r1 = ex.request(1, "prompts/get", Some("briefing"), params.clone());
+    let ask = &r1["result"]["inputRequests"]["audience"];
+    assert_eq!(
+        ask["params"]["message"],
+        "Who is the briefing on the Q3 migration for?"
+    );
+    let mut retry = params;
+    retry["inputResponses"] = json!({"audience": accept(json!({"audience": "executives"}))});
+    retry["requestState"] = r1["result"]["requestState"].clone();
+    let r2 = ex.request(2, "prompts/get", Some("briefing"), retry);
+    let text = r2["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("the Q3 migration for executives"), "{text}");
+}
+
+#[test]
+fn config_template_asks_before_reading() {
+    let ex = Example::start(env!("CARGO_BIN_EXE_config_template"), &[]);
+    let params = json!({"uri": "config://prod"});
+    let r1 = ex.request(1, "resources/read", Some("config://prod"), params.clone());
+    assert_eq!(
+        r1["result"]["inputRequests"]["reveal"]["params"]["message"],
+        "The prod configuration holds connection strings. Reveal it?"
+    );
+    let mut retry = params;
+    retry["inputResponses"] = json!({"reveal": accept(json!({"reveal": true}))});
+    retry["requestState"] = r1["result"]["requestState"].clone();
+    let r2 = ex.request(2, "resources/read", Some("config://prod"), retry);
+    let contents = &r2["result"]["contents"][0];
+    assert_eq!(contents["uri"], "config://prod");
+    assert_eq!(contents["mimeType"], "application/json");
+    let config: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    assert_eq!(config["env"], "prod");
+}
+
+#[test]
+fn dependency_form_batches_then_asks_the_dependent_question() {
+    let ex = Example::start(env!("CARGO_BIN_EXE_dependency_form"), &[]);
+    let args = json!({"name": "plan_trip", "arguments": {}});
+    let r1 = ex.request(1, "tools/call", Some("plan_trip"), args.clone());
+    let keys: Vec<&String> = r1["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys, ["dates", "destination"]);
+    let mut r2_params = args.clone();
+    r2_params["inputResponses"] = json!({
+        "destination": accept(json!({"city": "Lisbon"})),
+        "dates": accept(json!({"from": "2027-05-01", "nights": 3}))
+    });
+    r2_params["requestState"] = r1["result"]["requestState"].clone();
+    let r2 = ex.request(2, "tools/call", Some("plan_trip"), r2_params);
+    let asks = r2["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(asks.keys().collect::<Vec<_>>(), ["hotel"]);
+    assert_eq!(asks["hotel"]["params"]["message"], "Which hotel in Lisbon?");
+    let mut r3_params = args;
+    r3_params["inputResponses"] = json!({"hotel": accept(json!({"hotel": "Casa Azul"}))});
+    r3_params["requestState"] = r2["result"]["requestState"].clone();
+    let r3 = ex.request(3, "tools/call", Some("plan_trip"), r3_params);
+    assert_eq!(
+        r3["result"]["content"][0]["text"],
+        "Booked Casa Azul in Lisbon from 2027-05-01 for 3 nights."
+    );
+}
+
+/// A test-only key (32 bytes, base64).
+const KEYS: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+#[test]
+fn a_flow_started_on_one_process_finishes_on_another() {
+    let a = Example::start(
+        env!("CARGO_BIN_EXE_shared_keys"),
+        &[("ARCTERN_STATE_KEYS", KEYS)],
+    );
+    let b = Example::start(
+        env!("CARGO_BIN_EXE_shared_keys"),
+        &[("ARCTERN_STATE_KEYS", KEYS)],
+    );
+    let args = json!({"name": "transfer", "arguments": {"amount": 1250, "to": "ACME"}});
+    let r1 = a.request(1, "tools/call", Some("transfer"), args.clone());
+    assert_eq!(r1["result"]["resultType"], "input_required");
+    let mut retry = args;
+    retry["inputResponses"] = json!({"confirm": accept(json!({"ok": true}))});
+    retry["requestState"] = r1["result"]["requestState"].clone();
+    let r2 = b.request(2, "tools/call", Some("transfer"), retry.clone());
+    let text = r2["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Sent 1250 cents to ACME"), "{text}");
+    assert!(
+        text.contains(&format!("process {}", b.child.id())),
+        "finished by the second process: {text}"
+    );
+
+    // A process with other keys refuses the token.
+    let other = Example::start(
+        env!("CARGO_BIN_EXE_shared_keys"),
+        &[(
+            "ARCTERN_STATE_KEYS",
+            "k2:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=",
+        )],
+    );
+    let r3 = other.request(3, "tools/call", Some("transfer"), retry);
+    assert_eq!(
+        r3["error"],
+        json!({"code": -32602, "message": "Invalid or expired requestState"})
+    );
+}
