@@ -1,0 +1,151 @@
+//! Configuration of the HTTP server transport.
+
+use std::time::Duration;
+
+/// The path [`HttpServer`](super::HttpServer) serves MCP on unless told otherwise.
+pub const DEFAULT_PATH: &str = "/mcp";
+
+/// The default request body limit: 4 MiB.
+pub const DEFAULT_MAX_BODY_SIZE: usize = 4 * 1024 * 1024;
+
+/// The default interval of SSE keep-alive comments on an idle stream.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How long [`HttpServer`](super::HttpServer) lets open connections finish after a shutdown
+/// signal before closing them.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Configuration of the Streamable HTTP server transport.
+///
+/// # DNS-rebinding protection
+///
+/// A page on a hostile site can point its own host name at `127.0.0.1` and then talk to a
+/// local server from the victim's browser. The defence is to check `Host` (which names the
+/// hostile site) and `Origin`:
+///
+/// - With **localhost-only** checking on, `Host` must name `localhost`, a `127.0.0.0/8`
+///   address or `[::1]` (any port), or a host added with [`allow_host`](Self::allow_host);
+///   a request without a host is refused. On by default for [`StreamableHttpService`]
+///   and, for [`HttpServer`], whenever it is bound to a loopback address.
+/// - `Origin`, when present, must be one added with [`allow_origin`](Self::allow_origin),
+///   the same origin as `Host`, or (with localhost-only checking on) a loopback origin. The
+///   opaque origin `null` is refused unless allowed explicitly.
+///
+/// Refused requests get `403 Forbidden`.
+///
+/// [`StreamableHttpService`]: super::StreamableHttpService
+/// [`HttpServer`]: super::HttpServer
+///
+/// ```
+/// use std::time::Duration;
+/// use arctern::transport::http::HttpConfig;
+///
+/// let config = HttpConfig::new()
+///     .localhost_only(false)
+///     .allow_host("mcp.example.com")
+///     .allow_origin("https://app.example.com")
+///     .max_body_size(1 << 20)
+///     .keep_alive(Some(Duration::from_secs(30)));
+/// # let _ = config;
+/// ```
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub(crate) localhost_only: Option<bool>,
+    pub(crate) allowed_hosts: Vec<HostPattern>,
+    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) any_origin: bool,
+    pub(crate) max_body_size: usize,
+    pub(crate) keep_alive: Option<Duration>,
+}
+
+/// An allowed `Host`: a name (lower case, IPv6 in brackets) and optionally one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HostPattern {
+    pub(crate) host: String,
+    pub(crate) port: Option<u16>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            localhost_only: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            any_origin: false,
+            max_body_size: DEFAULT_MAX_BODY_SIZE,
+            keep_alive: Some(DEFAULT_KEEP_ALIVE),
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The defaults: DNS-rebinding protection as described on [`HttpConfig`], a 4 MiB body
+    /// limit, keep-alive comments every 15 seconds.
+    pub fn new() -> Self {
+        HttpConfig::default()
+    }
+
+    /// Turns localhost-only `Host`/`Origin` checking on or off, overriding the default (on
+    /// for the tower service; for the standalone server, on when bound to a loopback
+    /// address). Turn it off for a server reached under a public name, and list that name
+    /// with [`allow_host`](Self::allow_host) to keep `Host` checked.
+    pub fn localhost_only(mut self, enabled: bool) -> Self {
+        self.localhost_only = Some(enabled);
+        self
+    }
+
+    /// Allows a `Host`: `"mcp.example.com"` (any port) or `"mcp.example.com:8443"` (that
+    /// port only); IPv6 addresses in brackets. Once a host is allowed, `Host` is checked
+    /// even with localhost-only checking off. An entry that is not a valid host is ignored
+    /// (and logged).
+    pub fn allow_host(mut self, host: impl AsRef<str>) -> Self {
+        let host = host.as_ref();
+        match super::guard::parse_authority(host) {
+            Some((name, port)) => self.allowed_hosts.push(HostPattern {
+                host: name.to_ascii_lowercase(),
+                port,
+            }),
+            None => tracing::warn!(host, "ignored an allowed host that is not host[:port]"),
+        }
+        self
+    }
+
+    /// Allows an `Origin` such as `"https://app.example.com"` or `"http://localhost:5173"`
+    /// (compared case-insensitively, a trailing `/` ignored). `"*"` allows every origin,
+    /// which turns the `Origin` check off; `"null"` allows the opaque origin.
+    pub fn allow_origin(mut self, origin: impl AsRef<str>) -> Self {
+        let origin = origin.as_ref().trim();
+        if origin == "*" {
+            self.any_origin = true;
+        } else {
+            let origin = origin.strip_suffix('/').unwrap_or(origin);
+            self.allowed_origins.push(origin.to_ascii_lowercase());
+        }
+        self
+    }
+
+    /// The largest request body accepted, in bytes; larger bodies get `413` without being
+    /// read further. Default 4 MiB.
+    pub fn max_body_size(mut self, bytes: usize) -> Self {
+        self.max_body_size = bytes;
+        self
+    }
+
+    /// How often an idle SSE stream gets a `: keep-alive` comment (so proxies and clients
+    /// do not time it out, and a vanished client is noticed); `None` sends none. Default
+    /// 15 seconds.
+    pub fn keep_alive(mut self, interval: Option<Duration>) -> Self {
+        self.keep_alive = interval.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// The request body limit in bytes.
+    pub fn body_limit(&self) -> usize {
+        self.max_body_size
+    }
+
+    /// The localhost-only setting: `Some` when set explicitly, `None` for the default.
+    pub fn localhost_only_setting(&self) -> Option<bool> {
+        self.localhost_only
+    }
+}

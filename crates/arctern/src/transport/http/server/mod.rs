@@ -1,0 +1,15 @@
+//! The Streamable HTTP server: a tower service and a standalone hyper server.
+
+mod body;
+mod config;
+mod guard;
+mod negotiate;
+mod service;
+mod standalone;
+
+pub use body::ResponseBody;
+pub use config::{
+    DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_SIZE, DEFAULT_PATH, DEFAULT_SHUTDOWN_GRACE, HttpConfig,
+};
+pub use service::{ResponseFuture, StreamableHttpService};
+pub use standalone::{BoundHttpServer, HttpServer};

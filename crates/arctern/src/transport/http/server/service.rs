@@ -1,0 +1,332 @@
+//! The tower service: one HTTP request in, one MCP reply out.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use arctern_types::methods;
+use bytes::Bytes;
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::request::Parts;
+use http::{Method, Request, Response, StatusCode};
+use http_body::Body;
+
+use super::body::{ReadError, ResponseBody, SseSource, read_limited};
+use super::config::HttpConfig;
+use super::guard::{Denied, Guard};
+use super::negotiate::{Accepts, is_json_content, mcp_method_is, wire_headers};
+use crate::server::{Handler, Reply, RequestOrigin, Server};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+const TEXT_EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
+const NO: HeaderValue = HeaderValue::from_static("no");
+const POST: HeaderValue = HeaderValue::from_static("POST");
+const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+// Transport-level refusals: id-less JSON-RPC errors (the body is not read, so there is no
+// id to echo). -32600 because the HTTP request as a whole is not an acceptable request.
+const FORBIDDEN_HOST: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: this server does not answer requests for that Host"}}"#;
+const FORBIDDEN_ORIGIN: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: requests from that Origin are not allowed"}}"#;
+const METHOD_NOT_ALLOWED: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Method not allowed: the MCP endpoint accepts POST"}}"#;
+const UNSUPPORTED_MEDIA_TYPE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Unsupported Media Type: the request body must be application/json"}}"#;
+const NOT_ACCEPTABLE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Not Acceptable: the client must accept application/json or text/event-stream"}}"#;
+const LISTEN_NEEDS_SSE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Not Acceptable: subscriptions/listen answers with text/event-stream"}}"#;
+const UNREADABLE_BODY: &str =
+    r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"The request body could not be read"}}"#;
+
+/// A tower [`Service`](tower_service::Service) answering MCP Streamable HTTP requests with a
+/// [`Server`].
+///
+/// Cheap to clone. Mount it where the MCP endpoint lives, for example in axum with
+/// `Router::new().route_service("/mcp", server.http_service())`; the service itself does not
+/// look at the path. Only `POST` is served (`GET` and `DELETE` answer `405`, as a
+/// 2026-07-28-only server should). The request's [`Extensions`](http::Extensions) reach the
+/// handler through [`RequestContext::extensions`](crate::server::RequestContext::extensions),
+/// so an authentication layer in front of the service can insert a
+/// [`Principal`](crate::server::Principal).
+///
+/// For each request, in order: `Host`/`Origin` (`403`), method (`405`), `Content-Type`
+/// (`415`), `Accept` (`406`), body size (`413`); then the server validates the message and
+/// its mirrored headers and answers `200` (JSON or SSE), `202` (notification), `400` or
+/// `404`.
+pub struct StreamableHttpService<H> {
+    inner: Arc<Inner<H>>,
+}
+
+struct Inner<H> {
+    server: Server<H>,
+    guard: Guard,
+    max_body_size: usize,
+    keep_alive: Option<Duration>,
+    /// The 413 body, written once (it names the limit).
+    too_large: Bytes,
+}
+
+impl<H> Clone for StreamableHttpService<H> {
+    fn clone(&self) -> Self {
+        StreamableHttpService {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<H> fmt::Debug for StreamableHttpService<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamableHttpService")
+            .field("guard", &self.inner.guard)
+            .field("max_body_size", &self.inner.max_body_size)
+            .field("keep_alive", &self.inner.keep_alive)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Handler> StreamableHttpService<H> {
+    /// A service for `server`. Localhost-only `Host`/`Origin` checking is on unless
+    /// `config` turns it off (see [`HttpConfig`]).
+    pub fn new(server: Server<H>, config: HttpConfig) -> Self {
+        Self::with_default_localhost(server, config, true)
+    }
+
+    pub(crate) fn with_default_localhost(
+        server: Server<H>,
+        config: HttpConfig,
+        localhost_only: bool,
+    ) -> Self {
+        let localhost_only = config.localhost_only.unwrap_or(localhost_only);
+        let max_body_size = config.max_body_size;
+        let too_large = Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","error":{{"code":-32600,"message":"Request body too large (limit {max_body_size} bytes)"}}}}"#
+        ));
+        StreamableHttpService {
+            inner: Arc::new(Inner {
+                server,
+                keep_alive: config.keep_alive,
+                guard: Guard::new(config, localhost_only),
+                max_body_size,
+                too_large,
+            }),
+        }
+    }
+
+    /// The MCP server behind this service.
+    pub fn server(&self) -> &Server<H> {
+        &self.inner.server
+    }
+
+    /// Answers one request. Used by the tower `Service` implementation and the standalone
+    /// server alike.
+    pub(crate) fn dispatch<B>(&self, request: Request<B>) -> ResponseFuture
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        let (parts, body) = request.into_parts();
+        if let Err(denied) = self.inner.guard.check(&parts) {
+            tracing::debug!(?denied, host = ?parts.headers.get(http::header::HOST), origin = ?parts.headers.get(http::header::ORIGIN), "refused a request from a host or origin that is not allowed");
+            let body = match denied {
+                Denied::Host => FORBIDDEN_HOST,
+                Denied::Origin => FORBIDDEN_ORIGIN,
+            };
+            return ResponseFuture::ready(json_error(StatusCode::FORBIDDEN, body));
+        }
+        if parts.method != Method::POST {
+            return ResponseFuture::ready(self.not_post(&parts));
+        }
+        if !is_json_content(&parts.headers) {
+            return ResponseFuture::ready(json_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                UNSUPPORTED_MEDIA_TYPE,
+            ));
+        }
+        let accepts = Accepts::from_headers(&parts.headers);
+        if !accepts.json && !accepts.sse {
+            return ResponseFuture::ready(json_error(StatusCode::NOT_ACCEPTABLE, NOT_ACCEPTABLE));
+        }
+        if !accepts.sse && mcp_method_is(&parts.headers, methods::SUBSCRIPTIONS_LISTEN) {
+            // A listen stream has no final response to fall back to.
+            return ResponseFuture::ready(json_error(StatusCode::NOT_ACCEPTABLE, LISTEN_NEEDS_SSE));
+        }
+        let limit = self.inner.max_body_size;
+        if body.size_hint().lower() > limit as u64 {
+            // Content-Length already says too much: answer without reading a byte.
+            return ResponseFuture::ready(self.too_large());
+        }
+        let headers = wire_headers(&parts.headers);
+        let extensions = parts.extensions;
+        let this = self.clone();
+        ResponseFuture {
+            state: State::Running(Box::pin(async move {
+                let bytes = match read_limited(body, limit).await {
+                    Ok(bytes) => bytes,
+                    Err(ReadError::TooLarge) => return this.too_large(),
+                    Err(ReadError::Failed(e)) => {
+                        tracing::debug!(error = %e, "could not read a request body");
+                        return json_error(StatusCode::BAD_REQUEST, UNREADABLE_BODY);
+                    }
+                };
+                let reply = this
+                    .inner
+                    .server
+                    .handle_bytes(&bytes, RequestOrigin::http(headers, extensions))
+                    .await;
+                this.respond(reply, accepts)
+            })),
+        }
+    }
+
+    /// Requests other than `POST`. A 2026-07-28-only endpoint has no `GET` stream and no
+    /// sessions to `DELETE`; support for 2025-era sessions will answer those two here.
+    fn not_post(&self, parts: &Parts) -> Response<ResponseBody> {
+        tracing::debug!(method = %parts.method, "refused a request method other than POST");
+        let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED);
+        response.headers_mut().insert(ALLOW, POST);
+        response
+    }
+
+    fn too_large(&self) -> Response<ResponseBody> {
+        tracing::debug!(
+            limit = self.inner.max_body_size,
+            "refused a request body over the limit"
+        );
+        let mut response = Response::new(ResponseBody::full(self.inner.too_large.clone()));
+        *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, APPLICATION_JSON);
+        response
+    }
+
+    fn respond(&self, reply: Reply, accepts: Accepts) -> Response<ResponseBody> {
+        match reply {
+            Reply::Message { status, body } => {
+                let status =
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                if status == StatusCode::OK && !accepts.json {
+                    // The client takes only SSE: one event holding the response.
+                    self.sse(SseSource::One(Some(body)))
+                } else {
+                    json(status, body)
+                }
+            }
+            Reply::Stream(stream) if accepts.sse => self.sse(SseSource::Stream(Some(stream))),
+            Reply::Stream(stream) => {
+                // The client takes only JSON: it gets the final response alone.
+                let mut response = Response::new(ResponseBody::last_only(stream));
+                response
+                    .headers_mut()
+                    .insert(CONTENT_TYPE, APPLICATION_JSON);
+                response
+            }
+            Reply::Accepted => {
+                let mut response = Response::new(ResponseBody::empty());
+                *response.status_mut() = StatusCode::ACCEPTED;
+                response
+            }
+        }
+    }
+
+    fn sse(&self, source: SseSource) -> Response<ResponseBody> {
+        let mut response = Response::new(ResponseBody::sse(source, self.inner.keep_alive));
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, TEXT_EVENT_STREAM);
+        headers.insert(CACHE_CONTROL, NO_CACHE);
+        // Reverse proxies (nginx) must not hold events back.
+        headers.insert(X_ACCEL_BUFFERING, NO);
+        response
+    }
+}
+
+fn json(status: StatusCode, body: Bytes) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, APPLICATION_JSON);
+    response
+}
+
+fn json_error(status: StatusCode, body: &'static str) -> Response<ResponseBody> {
+    json(status, Bytes::from_static(body.as_bytes()))
+}
+
+impl<H, B> tower_service::Service<Request<B>> for StreamableHttpService<H>
+where
+    H: Handler,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Always ready: each request is independent and nothing is pooled.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> ResponseFuture {
+        self.dispatch(request)
+    }
+}
+
+/// The future of a [`StreamableHttpService`] response. Requests refused before their body
+/// is read complete without allocating a future.
+pub struct ResponseFuture {
+    state: State,
+}
+
+type Running = Pin<Box<dyn Future<Output = Response<ResponseBody>> + Send>>;
+
+enum State {
+    Ready(Option<Response<ResponseBody>>),
+    Running(Running),
+}
+
+impl ResponseFuture {
+    pub(crate) fn ready(response: Response<ResponseBody>) -> Self {
+        ResponseFuture {
+            state: State::Ready(Some(response)),
+        }
+    }
+}
+
+impl fmt::Debug for ResponseFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.get_mut().state {
+            State::Ready(response) => Poll::Ready(Ok(response
+                .take()
+                .expect("ResponseFuture polled after completion"))),
+            State::Running(future) => future.as_mut().poll(cx).map(Ok),
+        }
+    }
+}
+
+impl<H: Handler> Server<H> {
+    /// A tower service serving this server over Streamable HTTP with the default
+    /// [`HttpConfig`] (localhost-only `Host`/`Origin` checking, 4 MiB bodies).
+    pub fn http_service(&self) -> StreamableHttpService<H> {
+        StreamableHttpService::new(self.clone(), HttpConfig::default())
+    }
+
+    /// A tower service serving this server over Streamable HTTP with `config`.
+    pub fn http_service_with(&self, config: HttpConfig) -> StreamableHttpService<H> {
+        StreamableHttpService::new(self.clone(), config)
+    }
+}

@@ -1,0 +1,411 @@
+//! A standalone HTTP server: accept loop, one hyper connection task per socket, graceful
+//! shutdown.
+
+use std::fmt;
+use std::future::{Future, pending};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::body::ResponseBody;
+use super::config::{DEFAULT_PATH, DEFAULT_SHUTDOWN_GRACE, HttpConfig};
+use super::service::{ResponseFuture, StreamableHttpService};
+use crate::server::{Handler, McpServer, Server};
+use crate::{Error, ErrorKind, Result};
+
+/// How long a client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A pause after an accept error that is not about one connection (such as running out of
+/// file descriptors), so that the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// A standalone Streamable HTTP server for a [`Server`].
+///
+/// ```no_run
+/// use arctern::server::McpServer;
+/// use arctern::transport::http::HttpServer;
+///
+/// # async fn run() -> arctern::Result<()> {
+/// let server = McpServer::new("demo").build()?;
+/// let bound = HttpServer::new(server)
+///     .bind("127.0.0.1:0")
+///     .path("/mcp")
+///     .listen()
+///     .await?;
+/// println!("serving on http://{}/mcp", bound.local_addr());
+/// bound
+///     .serve_with_shutdown(async { let _ = tokio::signal::ctrl_c().await; })
+///     .await
+/// # }
+/// ```
+///
+/// Every accepted socket gets `TCP_NODELAY` (an SSE reply otherwise waits for delayed ACKs,
+/// about 40 ms per reply). The server stops on its shutdown signal or when
+/// [`Server::shutdown`] is called: it stops accepting, ends open `subscriptions/listen`
+/// streams with their final result, cancels in-flight requests, lets connections finish for
+/// at most the grace period ([`shutdown_grace`](Self::shutdown_grace)), and returns. A
+/// [`Server`] that has been shut down stays shut down: serving it again returns at once.
+///
+/// Localhost-only `Host`/`Origin` checking (see [`HttpConfig`]) is on by default when the
+/// server is bound to a loopback address.
+pub struct HttpServer<H> {
+    server: Server<H>,
+    bind: Bind,
+    path: String,
+    config: HttpConfig,
+    grace: Duration,
+}
+
+enum Bind {
+    Unset,
+    Addrs(io::Result<Vec<SocketAddr>>),
+    Listener(TcpListener),
+}
+
+impl<H> fmt::Debug for HttpServer<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("path", &self.path)
+            .field("config", &self.config)
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Handler> HttpServer<H> {
+    /// A server for `server`, serving [`DEFAULT_PATH`] (`/mcp`) once given an address with
+    /// [`bind`](Self::bind) or a listener with [`listener`](Self::listener).
+    pub fn new(server: Server<H>) -> Self {
+        HttpServer {
+            server,
+            bind: Bind::Unset,
+            path: DEFAULT_PATH.to_owned(),
+            config: HttpConfig::default(),
+            grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+
+    /// The address to listen on, such as `"127.0.0.1:8000"` (port 0 picks a free port; see
+    /// [`BoundHttpServer::local_addr`]). Resolved right away; a host name is looked up with
+    /// the system resolver, and errors surface from [`listen`](Self::listen).
+    pub fn bind(mut self, addr: impl ToSocketAddrs) -> Self {
+        self.bind = Bind::Addrs(addr.to_socket_addrs().map(Iterator::collect));
+        self
+    }
+
+    /// Serves on a listener bound elsewhere.
+    pub fn listener(mut self, listener: TcpListener) -> Self {
+        self.bind = Bind::Listener(listener);
+        self
+    }
+
+    /// The path of the MCP endpoint (default `/mcp`); other paths answer `404`.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The transport configuration.
+    pub fn config(mut self, config: HttpConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// How long connections may take to finish after a shutdown signal before they are
+    /// closed (default 10 seconds).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Binds the listener, so that the address is known before serving.
+    pub async fn listen(self) -> Result<BoundHttpServer<H>> {
+        if !self.path.starts_with('/') {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("the MCP path must start with '/', not {:?}", self.path),
+            ));
+        }
+        let listener = match self.bind {
+            Bind::Unset => {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    "HttpServer needs an address (bind) or a listener (listener)",
+                ));
+            }
+            Bind::Addrs(addrs) => {
+                let addrs = addrs?;
+                if addrs.is_empty() {
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        "the address to bind resolved to nothing",
+                    ));
+                }
+                TcpListener::bind(&addrs[..]).await?
+            }
+            Bind::Listener(listener) => listener,
+        };
+        let local_addr = listener.local_addr()?;
+        let loopback = local_addr.ip().is_loopback();
+        let service =
+            StreamableHttpService::with_default_localhost(self.server, self.config, loopback);
+        tracing::info!(%local_addr, path = %self.path, "MCP Streamable HTTP server listening");
+        Ok(BoundHttpServer {
+            listener,
+            local_addr,
+            routed: Routed {
+                service,
+                path: self.path.into(),
+            },
+            grace: self.grace,
+        })
+    }
+
+    /// Binds and serves until [`Server::shutdown`] is called.
+    pub async fn serve(self) -> Result<()> {
+        self.listen().await?.serve().await
+    }
+
+    /// Binds and serves until `signal` completes or [`Server::shutdown`] is called, then
+    /// shuts down gracefully.
+    pub async fn serve_with_shutdown(self, signal: impl Future<Output = ()>) -> Result<()> {
+        self.listen().await?.serve_with_shutdown(signal).await
+    }
+}
+
+/// An [`HttpServer`] whose listener is bound: its address is known, and it is ready to
+/// serve.
+pub struct BoundHttpServer<H> {
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    routed: Routed<H>,
+    grace: Duration,
+}
+
+impl<H> fmt::Debug for BoundHttpServer<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BoundHttpServer")
+            .field("local_addr", &self.local_addr)
+            .field("path", &self.routed.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Handler> BoundHttpServer<H> {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The URL of the MCP endpoint, such as `http://127.0.0.1:8000/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.local_addr, self.routed.path)
+    }
+
+    /// Serves until [`Server::shutdown`] is called.
+    pub async fn serve(self) -> Result<()> {
+        self.serve_with_shutdown(pending()).await
+    }
+
+    /// Serves until `signal` completes or [`Server::shutdown`] is called, then shuts down
+    /// gracefully (see [`HttpServer`]).
+    pub async fn serve_with_shutdown(self, signal: impl Future<Output = ()>) -> Result<()> {
+        let BoundHttpServer {
+            listener,
+            local_addr,
+            routed,
+            grace,
+        } = self;
+        let server = routed.service.server().clone();
+        let stopping = server.shutdown_token().clone();
+        let closing = CancellationToken::new();
+        let mut builder = http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .keep_alive(true);
+        let builder = Arc::new(builder);
+        let mut connections = JoinSet::new();
+        let mut signal = std::pin::pin!(signal);
+        loop {
+            tokio::select! {
+                () = &mut signal => break,
+                () = stopping.cancelled() => break,
+                Some(done) = connections.join_next(), if !connections.is_empty() => {
+                    if let Err(e) = done
+                        && e.is_panic()
+                    {
+                        tracing::error!("an HTTP connection task panicked");
+                    }
+                }
+                accepted = accept(&listener) => match accepted {
+                    Ok((stream, peer)) => {
+                        connections.spawn(serve_connection(
+                            stream,
+                            peer,
+                            routed.clone(),
+                            builder.clone(),
+                            closing.clone(),
+                        ));
+                    }
+                    Err(e) if is_per_connection(&e) => {
+                        tracing::debug!(error = %e, "a connection failed while being accepted");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accepting connections failed; retrying");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    }
+                },
+            }
+        }
+        drop(listener);
+        tracing::info!(%local_addr, open = connections.len(), "MCP HTTP server shutting down");
+        // Listen streams send their final result; in-flight requests see cancellation.
+        server.shutdown();
+        closing.cancel();
+        let drained = tokio::time::timeout(grace, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                open = connections.len(),
+                "connections still open after the shutdown grace period; closing them"
+            );
+            connections.shutdown().await;
+        }
+        Ok(())
+    }
+}
+
+/// Accepts one connection and prepares its socket.
+pub(crate) async fn accept(listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
+    let (stream, peer) = listener.accept().await?;
+    prepare_socket(&stream);
+    Ok((stream, peer))
+}
+
+/// Turns Nagle's algorithm off: an SSE reply leaves in several small writes, and with Nagle
+/// the last one waits for the client's delayed ACK (~40 ms per reply).
+fn prepare_socket(stream: &TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(error = %e, "could not set TCP_NODELAY");
+    }
+}
+
+/// Accept errors that concern one connection only (the client gave up before we accepted).
+fn is_per_connection(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::Interrupted
+    )
+}
+
+async fn serve_connection<H: Handler>(
+    stream: TcpStream,
+    peer: SocketAddr,
+    routed: Routed<H>,
+    builder: Arc<http1::Builder>,
+    closing: CancellationToken,
+) {
+    let connection = builder.serve_connection(TokioIo::new(stream), routed);
+    let mut connection = std::pin::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = closing.cancelled() => {
+            // Finish the request in flight (a listen stream ends with its final result),
+            // then close instead of waiting for the next one.
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+    }
+}
+
+/// The MCP service at one path; everything else is `404`.
+struct Routed<H> {
+    service: StreamableHttpService<H>,
+    path: Arc<str>,
+}
+
+impl<H> Clone for Routed<H> {
+    fn clone(&self) -> Self {
+        Routed {
+            service: self.service.clone(),
+            path: self.path.clone(),
+        }
+    }
+}
+
+impl<H: Handler> hyper::service::Service<Request<Incoming>> for Routed<H> {
+    type Response = Response<ResponseBody>;
+    type Error = std::convert::Infallible;
+    type Future = ResponseFuture;
+
+    fn call(&self, request: Request<Incoming>) -> ResponseFuture {
+        if request.uri().path() == &*self.path {
+            self.service.dispatch(request)
+        } else {
+            let mut response = Response::new(ResponseBody::empty());
+            *response.status_mut() = StatusCode::NOT_FOUND;
+            ResponseFuture::ready(response)
+        }
+    }
+}
+
+impl<H: Handler> Server<H> {
+    /// Serves this server over Streamable HTTP at `addr`, path `/mcp`, with the default
+    /// [`HttpConfig`], until [`Server::shutdown`] is called. Use [`HttpServer`] for more
+    /// control (a shutdown signal, another path, the bound address).
+    pub async fn serve_http(self, addr: impl ToSocketAddrs) -> Result<()> {
+        HttpServer::new(self).bind(addr).serve().await
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> McpServer<S> {
+    /// Builds the server and serves it over Streamable HTTP at `addr`, path `/mcp` (see
+    /// [`Server::serve_http`]). Handlers that cannot be registered fail with an
+    /// [`ErrorKind::Config`] error before anything is bound.
+    pub async fn serve_http(self, addr: impl ToSocketAddrs) -> Result<()> {
+        let server = self.build()?;
+        server.serve_http(addr).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn accepted_sockets_have_nodelay() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(TcpStream::connect(addr));
+        let (stream, _) = accept(&listener).await.unwrap();
+        assert!(socket2::SockRef::from(&stream).tcp_nodelay().unwrap());
+        drop(client.await.unwrap().unwrap());
+    }
+
+    #[test]
+    fn per_connection_errors() {
+        assert!(is_per_connection(&io::Error::from(
+            io::ErrorKind::ConnectionAborted
+        )));
+        assert!(!is_per_connection(&io::Error::other("EMFILE")));
+    }
+}
