@@ -6,6 +6,8 @@ pub use error::{Error, ErrorKind, Result};
 
 mod error;
 
+#[cfg(feature = "client")]
+pub mod client;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod state;

@@ -7,5 +7,7 @@
 
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(all(feature = "client", feature = "server"))]
+pub mod memory;
 #[cfg(feature = "stdio")]
 pub mod stdio;

@@ -1,1 +1,4 @@
 //! stdio transport (under construction).
+
+#[cfg(feature = "client")]
+pub mod client;

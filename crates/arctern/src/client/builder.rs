@@ -1,0 +1,333 @@
+//! Building a [`Client`].
+
+use std::future::Future;
+use std::sync::atomic::AtomicI64;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use arctern_types::elicitation::{ElicitRequestParams, ElicitResult};
+use arctern_types::implementation::Implementation;
+use arctern_types::logging::{LoggingLevel, LoggingMessageNotificationParams};
+use arctern_types::progress::ProgressNotificationParams;
+use arctern_types::roots::{ListRootsRequestParams, ListRootsResult, Root};
+use arctern_types::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use arctern_types::version::ProtocolVersion;
+use futures::FutureExt;
+
+use super::cache::Cache;
+use super::handler::{ClientHandler, Handlers, Input};
+use super::negotiate::Negotiated;
+use super::notify::{LogFn, Observer, ProgressFn};
+use super::transport::Transport;
+use super::{Client, Inner, ToolIndex};
+use crate::{Error, ErrorKind, Result};
+
+/// How many `input_required` results a call accepts before it fails, unless configured.
+pub const DEFAULT_MAX_ROUNDS: u32 = 10;
+
+/// How many responses the cache keeps, unless configured.
+const DEFAULT_CACHE_ENTRIES: usize = 256;
+
+/// Builds a [`Client`]: its identity, handlers, callbacks and limits, then the transport.
+///
+/// ```no_run
+/// # async fn run() -> arctern::Result<()> {
+/// use arctern::client::Client;
+/// use arctern::types::roots::Root;
+///
+/// let client = Client::builder()
+///     .name("my-app")
+///     .version("1.0.0")
+///     .roots(vec![Root::new("file:///home/me/project")])
+///     .max_rounds(5)
+///     .connect("http://127.0.0.1:8000/mcp")
+///     .await?;
+/// # let _ = client; Ok(()) }
+/// ```
+#[must_use = "a builder does nothing until connected"]
+pub struct ClientBuilder {
+    info: Implementation,
+    handlers: Handlers,
+    observer: Observer,
+    max_rounds: u32,
+    deadline: Option<Duration>,
+    request_timeout: Option<Duration>,
+    versions: Vec<ProtocolVersion>,
+    discover: bool,
+    cache: Option<usize>,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("handlers", &self.handlers)
+            .field("max_rounds", &self.max_rounds)
+            .field("versions", &self.versions)
+            .field("discover", &self.discover)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClientBuilder {
+    /// A client named `arctern-client` with this crate's version, no handlers, the default
+    /// round cap, every modern protocol version, and discovery on connect.
+    pub fn new() -> Self {
+        ClientBuilder {
+            info: Implementation::new("arctern-client", env!("CARGO_PKG_VERSION")),
+            handlers: Handlers::default(),
+            observer: Observer::default(),
+            max_rounds: DEFAULT_MAX_ROUNDS,
+            deadline: None,
+            request_timeout: None,
+            versions: ProtocolVersion::MODERN.to_vec(),
+            discover: true,
+            cache: None,
+        }
+    }
+
+    /// The client's name in `clientInfo`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.info.name = name.into();
+        self
+    }
+
+    /// The client's version in `clientInfo`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.info.version = version.into();
+        self
+    }
+
+    /// The whole `clientInfo`.
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Answers questions with `handler`, for every kind its
+    /// [`capabilities`](ClientHandler::capabilities) declare. Closures registered with
+    /// [`on_elicit`](Self::on_elicit) and its siblings afterwards replace single kinds.
+    pub fn handler(mut self, handler: impl ClientHandler) -> Self {
+        self.handlers = Handlers::from_handler(handler);
+        self
+    }
+
+    /// Answers form-mode elicitations with `f` (declares the `elicitation` capability).
+    pub fn on_elicit<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Input<ElicitRequestParams>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult>> + Send + 'static,
+    {
+        self.handlers.elicit = Some(Arc::new(move |input| f(input).boxed()));
+        self.handlers.caps.elicitation_form = true;
+        self
+    }
+
+    /// Whether the elicitation handler also answers URL-mode elicitations (declares
+    /// `elicitation.url`). Off by default.
+    pub fn elicitation_url(mut self, supported: bool) -> Self {
+        self.handlers.caps.elicitation_url = supported;
+        self
+    }
+
+    /// Answers sampling requests with `f` (declares the `sampling` capability).
+    pub fn on_sample<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Input<CreateMessageRequestParams>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult>> + Send + 'static,
+    {
+        self.handlers.sample = Some(Arc::new(move |input| f(input).boxed()));
+        self.handlers.caps.sampling = true;
+        self
+    }
+
+    /// Whether the sampling handler supports tool use (declares `sampling.tools`). Off by
+    /// default; sampling requests that offer tools then fail locally.
+    pub fn sampling_tools(mut self, supported: bool) -> Self {
+        self.handlers.caps.sampling_tools = supported;
+        self
+    }
+
+    /// Answers `roots/list` with `f` (declares the `roots` capability).
+    pub fn on_roots<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Input<ListRootsRequestParams>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ListRootsResult>> + Send + 'static,
+    {
+        self.handlers.roots = Some(Arc::new(move |input| f(input).boxed()));
+        self.handlers.caps.roots = true;
+        self
+    }
+
+    /// Answers `roots/list` with a fixed list.
+    pub fn roots(self, roots: Vec<Root>) -> Self {
+        let result = ListRootsResult::new(roots);
+        self.on_roots(move |_| std::future::ready(Ok(result.clone())))
+    }
+
+    /// Called with the progress notifications of every request (unless a call sets its
+    /// own). Requests then carry a progress token.
+    pub fn on_progress(
+        mut self,
+        f: impl Fn(ProgressNotificationParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.observer.progress = Some(Arc::new(f) as ProgressFn);
+        self
+    }
+
+    /// Called with log messages at `level` or more severe (unless a call sets its own).
+    /// Requests then opt in with `logLevel`; without a log callback they never do.
+    pub fn on_log(
+        mut self,
+        level: LoggingLevel,
+        f: impl Fn(LoggingMessageNotificationParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.observer.log = Some((level, Arc::new(f) as LogFn));
+        self
+    }
+
+    /// How many `input_required` results a call accepts before it fails (default
+    /// [`DEFAULT_MAX_ROUNDS`]).
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = rounds;
+        self
+    }
+
+    /// A limit on every automatic multi round-trip call, all rounds included.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// A limit on every single request (until its final response).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// The protocol versions to offer, preferred first (default: every modern version this
+    /// crate implements).
+    pub fn protocol_versions(
+        mut self,
+        versions: impl IntoIterator<Item = impl Into<ProtocolVersion>>,
+    ) -> Self {
+        self.versions = versions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether connecting sends `server/discover` first (default on). Off, the client uses
+    /// its preferred version until a server refuses it, and knows the server's identity
+    /// only from results.
+    pub fn discover(mut self, discover: bool) -> Self {
+        self.discover = discover;
+        self
+    }
+
+    /// Turns the response cache on or off (default off). When on, results of
+    /// `server/discover`, the list methods and first-attempt `resources/read` are reused for
+    /// their `ttlMs` (never when it is 0 or absent); results of retries carrying answers or
+    /// state and `input_required` results are never kept; list-changed and
+    /// resource-updated notifications seen on a [`Subscription`](super::Subscription)
+    /// invalidate what they concern.
+    pub fn cache(mut self, enabled: bool) -> Self {
+        self.cache = enabled.then_some(self.cache.unwrap_or(DEFAULT_CACHE_ENTRIES));
+        self
+    }
+
+    /// Turns the cache on with room for `entries` responses.
+    pub fn cache_capacity(mut self, entries: usize) -> Self {
+        self.cache = Some(entries);
+        self
+    }
+
+    /// A client over `transport`, without any exchange (no discovery).
+    pub fn build(self, transport: impl Transport) -> Result<Client> {
+        if self.versions.is_empty() || !self.versions.iter().any(ProtocolVersion::is_modern) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "offer at least one modern (2026-07-28 or later) protocol version",
+            ));
+        }
+        let capabilities = self.handlers.caps.to_client_capabilities();
+        let codec =
+            |e| Error::new(ErrorKind::Codec, "could not encode the client envelope").with_source(e);
+        let capabilities_raw = serde_json::value::to_raw_value(&capabilities).map_err(codec)?;
+        let info_raw = Some(serde_json::value::to_raw_value(&self.info).map_err(codec)?);
+        let transport: Arc<dyn Transport> = Arc::new(transport);
+        let global = self.observer.clone();
+        transport.set_unrouted_sink(Arc::new(move |note| global.dispatch(&note)));
+        let preferred = self
+            .versions
+            .iter()
+            .find(|v| v.is_modern())
+            .cloned()
+            .unwrap_or(ProtocolVersion::LATEST);
+        let inner = Inner {
+            mirrors: transport.mirrors_headers(),
+            transport,
+            handlers: self.handlers,
+            capabilities,
+            capabilities_raw,
+            info: self.info,
+            info_raw,
+            versions: self.versions,
+            negotiated: RwLock::new(Arc::new(Negotiated::new(preferred))),
+            next_id: AtomicI64::new(1),
+            observer: self.observer,
+            max_rounds: self.max_rounds,
+            deadline: self.deadline,
+            request_timeout: self.request_timeout,
+            cache: self.cache.map(|n| Arc::new(Cache::new(n))),
+            tools: Arc::new(RwLock::new(ToolIndex::default())),
+            tools_refresh: tokio::sync::Mutex::new(()),
+        };
+        Ok(Client {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// A client over `transport`; sends `server/discover` first unless turned
+    /// [off](Self::discover).
+    pub async fn connect_with(self, transport: impl Transport) -> Result<Client> {
+        let discover = self.discover;
+        let client = self.build(transport)?;
+        if discover {
+            client.probe().await?;
+        }
+        Ok(client)
+    }
+
+    /// A client for the Streamable HTTP endpoint at `url` (`http://` only; see
+    /// [`HttpTransport`](crate::transport::http::client::HttpTransport) for more settings).
+    #[cfg(feature = "http")]
+    pub async fn connect(self, url: &str) -> Result<Client> {
+        let transport = crate::transport::http::client::HttpTransport::new(url)?;
+        self.connect_with(transport).await
+    }
+
+    /// A client for a server run as a child process over stdio.
+    #[cfg(feature = "stdio")]
+    pub async fn connect_stdio(
+        self,
+        command: crate::transport::stdio::client::StdioCommand,
+    ) -> Result<Client> {
+        let transport = crate::transport::stdio::client::StdioTransport::spawn(command)?;
+        self.connect_with(transport).await
+    }
+
+    /// A client for a server in the same process.
+    #[cfg(feature = "server")]
+    pub async fn connect_memory<H: crate::server::Handler>(
+        self,
+        server: crate::server::Server<H>,
+    ) -> Result<Client> {
+        self.connect_with(crate::transport::memory::MemoryTransport::new(server))
+            .await
+    }
+}

@@ -1,0 +1,1282 @@
+//! MCP clients (protocol revision 2026-07-28).
+//!
+//! A [`Client`] talks to one server over a [`Transport`]: Streamable HTTP (a URL), a child
+//! process over stdio, or a server in the same process. It is cheap to clone and safe to use
+//! from many tasks at once.
+//!
+//! ```no_run
+//! use arctern::client::Client;
+//! use arctern::types::elicitation::ElicitResult;
+//! use serde_json::json;
+//!
+//! # async fn run() -> arctern::Result<()> {
+//! let client = Client::builder()
+//!     .name("my-app")
+//!     .on_elicit(|question| async move {
+//!         println!("{} asks: {}", question.origin().target(), question.message());
+//!         Ok(ElicitResult::accept([("region", "eu-west-1")]))
+//!     })
+//!     .connect("http://127.0.0.1:8000/mcp")
+//!     .await?;
+//! let result = client.call_tool("provision", json!({"name": "orders"})).await?;
+//! # let _ = result; Ok(()) }
+//! ```
+//!
+//! # Every request
+//!
+//! Each request carries the `_meta` envelope — protocol version, the client's capabilities,
+//! its `clientInfo` — and, on HTTP, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
+//! `Mcp-Param-*` headers of arguments whose schema property has `x-mcp-header`
+//! ([`headers`]). The capabilities follow the handlers registered: no elicitation handler, no
+//! `elicitation` capability; URL mode only when declared; `sampling.tools` only when
+//! declared; `roots: {}` with a roots handler.
+//!
+//! # Version negotiation
+//!
+//! By default the client sends `server/discover` when it connects and adopts the newest
+//! version both sides support ([`Client::protocol_version`], [`Client::server_info`],
+//! [`Client::server_capabilities`]). Whenever a server answers `-32022` the client retries
+//! once with a version from the error's `supported` list. When nothing matches, the error
+//! has kind [`ErrorKind::Version`] and details in [`VersionError`].
+//!
+//! # Multi round-trip requests
+//!
+//! [`Client::call_tool`], [`Client::get_prompt`] and [`Client::read_resource`] hide the
+//! rounds: when the server answers `input_required`, every input request of the round is
+//! answered concurrently by the handlers, and the request is sent again with a new id, the
+//! same method and arguments, the answers under the same keys, and `requestState` echoed
+//! byte for byte (or absent, when the server sent none). A round with no input requests
+//! (state only) is retried after 50 ms, doubling to 250 ms. A question with no handler fails
+//! the call before anything is answered. After the round cap (10, see
+//! [`ClientBuilder::max_rounds`] and [`CallOptions::max_rounds`]) the call fails with
+//! [`ErrorKind::InputRequired`]; [`InputRequiredError::of`] then gives the last
+//! `input_required` result, so that the flow can be resumed. A result without `resultType`
+//! is complete; an unknown `resultType` is an error.
+//!
+//! The manual form — [`Client::call_tool_once`] and its siblings — sends one round and
+//! returns [`Outcome::Complete`] or [`Outcome::InputRequired`]; the retry takes a
+//! [`Continuation`], which serializes, so another process can finish the flow.
+//!
+//! # Notifications
+//!
+//! Progress and log callbacks can be set for the client ([`ClientBuilder::on_progress`],
+//! [`ClientBuilder::on_log`]) or per call ([`CallOptions`]). A request carries a progress
+//! token only when a progress callback applies, and a `logLevel` only when a log callback
+//! does. On stdio, log messages have no request stream to travel on and go to the client's
+//! callback. [`Client::subscribe`] opens a `subscriptions/listen` stream.
+//!
+//! # Cancellation
+//!
+//! Dropping a call's future cancels it: the HTTP transport closes the response stream, the
+//! stdio transport sends `notifications/cancelled`, the in-memory transport drops the
+//! handler.
+//!
+//! # Caching
+//!
+//! Off by default; see [`ClientBuilder::cache`] for the rules it follows when on.
+
+// `crate::Error` carries the peer's error object inline (about 150 bytes); errors are the
+// cold path here, so the size lint is silenced rather than boxing at every call site.
+#![allow(clippy::result_large_err)]
+
+mod builder;
+mod cache;
+mod error;
+mod handler;
+pub mod headers;
+mod mrtr;
+mod negotiate;
+mod notify;
+mod transport;
+mod wire;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use arctern_types::base::Cacheable;
+use arctern_types::capabilities::{ClientCapabilities, ServerCapabilities};
+use arctern_types::completion::{
+    CompleteArgument, CompleteContext, CompleteResult, CompletionReference,
+};
+use arctern_types::discover::DiscoverResult;
+use arctern_types::implementation::Implementation;
+use arctern_types::jsonrpc::{JsonRpcMessage, RequestId};
+use arctern_types::meta::{JsonObject, Meta, SERVER_INFO_KEY};
+use arctern_types::methods;
+use arctern_types::mrtr::{InputRequiredResult, InputResponses};
+use arctern_types::prompts::{GetPromptResult, ListPromptsResult, Prompt};
+use arctern_types::resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
+    ResourceTemplate,
+};
+use arctern_types::subscriptions::SubscriptionFilter;
+use arctern_types::tools::{CallToolResult, ListToolsResult, Tool};
+use arctern_types::version::ProtocolVersion;
+use arctern_types::{ErrorCode, ErrorObject};
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+
+pub use builder::{ClientBuilder, DEFAULT_MAX_ROUNDS};
+pub use error::{InputRequiredError, InputRequiredReason, VersionError};
+pub use handler::{ClientHandler, HandlerCapabilities, Input, InputOrigin};
+pub use mrtr::{CallOptions, Continuation, Outcome};
+pub use notify::{LogFn, ProgressFn, ServerNotification, Subscription};
+pub use transport::{MessageStream, OutgoingMessage, Transport, UnroutedSink};
+
+/// The Streamable HTTP client transport (also at [`crate::transport::http::client`]).
+#[cfg(feature = "http")]
+pub use crate::transport::http::client::HttpTransport;
+/// The in-process transport (also at [`crate::transport::memory`]).
+#[cfg(feature = "server")]
+pub use crate::transport::memory::MemoryTransport;
+/// The stdio client transport and its command (also at [`crate::transport::stdio::client`]).
+#[cfg(feature = "stdio")]
+pub use crate::transport::stdio::client::{StdioCommand, StdioTransport};
+
+use cache::Cache;
+use handler::Handlers;
+use headers::HeaderPlan;
+use mrtr::{Backoff, Round, Target, within};
+use negotiate::Negotiated;
+use notify::Observer;
+use wire::{Envelope, Retry};
+
+use crate::{Error, ErrorKind, Result};
+
+/// The most pages a list helper follows before it gives up on a server that never stops.
+const MAX_PAGES: usize = 10_000;
+
+/// An MCP client. See the [module documentation](self).
+///
+/// Cheap to clone (an `Arc`); every clone talks to the same server over the same transport.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.negotiated();
+        f.debug_struct("Client")
+            .field("info", &self.inner.info)
+            .field("protocol_version", &n.version)
+            .field("server_info", &n.server_info)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    transport: Arc<dyn Transport>,
+    mirrors: bool,
+    handlers: Handlers,
+    capabilities: ClientCapabilities,
+    capabilities_raw: Box<RawValue>,
+    info: Implementation,
+    info_raw: Option<Box<RawValue>>,
+    versions: Vec<ProtocolVersion>,
+    negotiated: RwLock<Arc<Negotiated>>,
+    next_id: AtomicI64,
+    observer: Observer,
+    max_rounds: u32,
+    deadline: Option<Duration>,
+    request_timeout: Option<Duration>,
+    cache: Option<Arc<Cache>>,
+    tools: Arc<RwLock<ToolIndex>>,
+    tools_refresh: tokio::sync::Mutex<()>,
+}
+
+/// What the client knows about the listed tools: which arguments each mirrors into headers,
+/// and which were rejected for invalid `x-mcp-header` annotations.
+#[derive(Default)]
+struct ToolIndex {
+    /// Bumped by every announced change of the tool list.
+    generation: u64,
+    /// Whether the whole list has been read since the last change.
+    complete: bool,
+    plans: HashMap<String, Arc<HeaderPlan>>,
+    rejected: HashMap<String, String>,
+}
+
+/// One request to send.
+struct Req<'a, P> {
+    method: &'static str,
+    params: &'a P,
+    /// The value `Mcp-Name` mirrors.
+    name: Option<&'a str>,
+    /// The tool call whose arguments `Mcp-Param-*` mirror.
+    tool: Option<(&'a str, Option<&'a JsonObject>)>,
+    observer: &'a Observer,
+    timeout: Option<Duration>,
+}
+
+impl Client {
+    /// Starts building a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::new()
+    }
+
+    fn negotiated(&self) -> Arc<Negotiated> {
+        self.inner
+            .negotiated
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_negotiated(&self, next: Negotiated) {
+        *self
+            .inner
+            .negotiated
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+    }
+
+    /// The protocol version requests are sent with.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.negotiated().version.clone()
+    }
+
+    /// The server's self-description: from `server/discover`, else from the first result
+    /// that carried one in its `_meta`.
+    pub fn server_info(&self) -> Option<Implementation> {
+        self.negotiated().server_info.as_deref().cloned()
+    }
+
+    /// The server's capabilities, known after `server/discover`.
+    pub fn server_capabilities(&self) -> Option<ServerCapabilities> {
+        self.negotiated().capabilities.clone()
+    }
+
+    /// The server's `instructions`, known after `server/discover`.
+    pub fn instructions(&self) -> Option<String> {
+        self.negotiated().instructions.clone()
+    }
+
+    /// The capabilities this client declares on every request.
+    pub fn capabilities(&self) -> &ClientCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// This client's self-description.
+    pub fn client_info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// Shuts the transport down. In-flight calls fail with [`ErrorKind::Closed`].
+    pub async fn close(&self) -> Result<()> {
+        self.inner.transport.close().await
+    }
+
+    /// Forgets every cached response.
+    pub fn clear_cache(&self) {
+        if let Some(cache) = &self.inner.cache {
+            cache.clear();
+        }
+    }
+
+    // ---------------------------------------------------------------- requests
+
+    fn next_id(&self) -> i64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends one request and returns its raw result. Retries once with another version on
+    /// `-32022`, and once after re-listing tools on `-32020` for `tools/call`.
+    async fn exchange<P: Serialize + Sync>(&self, req: Req<'_, P>) -> Result<Box<RawValue>> {
+        let mut version_retried = false;
+        let mut headers_retried = false;
+        loop {
+            let negotiated = self.negotiated();
+            let (id, body, headers) = self.encode(&req, &negotiated).await?;
+            match self.round_trip(id, req.method, body, headers, &req).await {
+                Err(e) => {
+                    let code = e.protocol_error().map(|o| o.code);
+                    if code == Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) && !version_retried {
+                        version_retried = true;
+                        let obj = e.protocol_error().cloned().unwrap_or_else(|| {
+                            ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "")
+                        });
+                        let version = negotiate::on_unsupported_version(
+                            &obj,
+                            &negotiated.version,
+                            &self.inner.versions,
+                        )?;
+                        tracing::debug!(%version, "retrying with another protocol version");
+                        self.set_negotiated(negotiated.at(version));
+                        continue;
+                    }
+                    if code == Some(ErrorCode::HEADER_MISMATCH)
+                        && req.tool.is_some()
+                        && self.inner.mirrors
+                        && !headers_retried
+                    {
+                        headers_retried = true;
+                        tracing::debug!("header mismatch: re-listing tools and retrying once");
+                        self.refresh_tools_boxed().await?;
+                        continue;
+                    }
+                    return Err(e);
+                }
+                ok => return ok,
+            }
+        }
+    }
+
+    async fn encode<P: Serialize + Sync>(
+        &self,
+        req: &Req<'_, P>,
+        negotiated: &Negotiated,
+    ) -> Result<(i64, Bytes, http::HeaderMap)> {
+        let id = self.next_id();
+        let meta = Envelope {
+            version: negotiated.version.as_str(),
+            capabilities: &self.inner.capabilities_raw,
+            info: self.inner.info_raw.as_deref(),
+            log_level: req.observer.log_level(),
+            progress_token: req.observer.wants_progress().then_some(id),
+        };
+        let body = wire::encode_request(id, req.method, req.params, meta)?;
+        let mut headers = http::HeaderMap::new();
+        if self.inner.mirrors {
+            headers.insert(
+                headers::MCP_PROTOCOL_VERSION,
+                negotiated.version_header.clone(),
+            );
+            headers.insert(
+                headers::MCP_METHOD,
+                http::HeaderValue::from_static(req.method),
+            );
+            if let Some(name) = req.name {
+                headers.insert(headers::MCP_NAME, headers::name_header_value(name));
+            }
+            if let Some((tool, arguments)) = req.tool
+                && let Some(plan) = self.header_plan_boxed(tool).await?
+            {
+                plan.apply(arguments, &mut headers);
+            }
+        }
+        Ok((id, body, headers))
+    }
+
+    async fn round_trip<P>(
+        &self,
+        id: i64,
+        method: &'static str,
+        body: Bytes,
+        headers: http::HeaderMap,
+        req: &Req<'_, P>,
+    ) -> Result<Box<RawValue>> {
+        let request_id = RequestId::Number(id);
+        let mut message = OutgoingMessage::new(Some(request_id.clone()), method, body);
+        message.headers = headers;
+        let work = async {
+            let mut stream = self.inner.transport.send(message).await?;
+            while let Some(item) = stream.next().await {
+                match item? {
+                    JsonRpcMessage::Notification(note) => req.observer.dispatch(&note),
+                    JsonRpcMessage::Response(r) if r.id == request_id => {
+                        return Ok(r.result);
+                    }
+                    JsonRpcMessage::Error(e)
+                        if e.id.as_ref().is_none_or(|eid| *eid == request_id) =>
+                    {
+                        return Err(Error::protocol(e.error));
+                    }
+                    JsonRpcMessage::Request(r) => {
+                        tracing::warn!(method = %r.method, "ignored a request from the server (2026-07-28 servers send none)");
+                    }
+                    other => {
+                        tracing::debug!(id = ?other.id(), "ignored a response to another request");
+                    }
+                }
+            }
+            Err(Error::new(
+                ErrorKind::Transport,
+                "the response stream ended before the server answered",
+            ))
+        };
+        match req.timeout.or(self.inner.request_timeout) {
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!("{method} got no answer within {limit:?}"),
+                ))
+            }),
+        }
+    }
+
+    /// Sends a request whose result is always complete, and decodes it.
+    async fn request<P: Serialize + Sync, T: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &P,
+        observer: &Observer,
+    ) -> Result<(T, Box<RawValue>)> {
+        let raw = self
+            .exchange(Req {
+                method,
+                params,
+                name: None,
+                tool: None,
+                observer,
+                timeout: None,
+            })
+            .await?;
+        match wire::result_kind(&raw)? {
+            wire::Kind::Complete => {}
+            wire::Kind::InputRequired => {
+                return Err(InputRequiredError::new(
+                    InputRequiredReason::NotAllowed(method.to_owned()),
+                    None,
+                    0,
+                )
+                .into_error(ErrorKind::InputRequired));
+            }
+            wire::Kind::Unknown(t) => {
+                return Err(Error::new(
+                    ErrorKind::Codec,
+                    format!("the server answered {method} with an unknown resultType {t:?}"),
+                ));
+            }
+        }
+        let value: T = wire::decode(&raw, method)?;
+        Ok((value, raw))
+    }
+
+    /// Remembers the server's identity from a result's `_meta`, if not known yet.
+    fn note_server_info(&self, meta: Option<&Meta>) {
+        if self.negotiated().server_info.is_some() {
+            return;
+        }
+        if let Some(info) = meta
+            .and_then(|m| m.get(SERVER_INFO_KEY))
+            .and_then(|v| serde_json::from_value::<Implementation>(v.clone()).ok())
+        {
+            let mut next = (*self.negotiated()).clone();
+            next.server_info = Some(Arc::new(info));
+            self.set_negotiated(next);
+        }
+    }
+
+    /// Through the cache when it is on.
+    async fn cacheable<P: Serialize + Sync, T: DeserializeOwned + Cacheable>(
+        &self,
+        method: &'static str,
+        key: &str,
+        params: &P,
+    ) -> Result<T> {
+        if let Some(cache) = &self.inner.cache
+            && let Some(raw) = cache.get(method, key)
+            && let Ok(value) = wire::decode::<T>(&raw, method)
+        {
+            return Ok(value);
+        }
+        let (value, raw): (T, _) = self.request(method, params, &Observer::default()).await?;
+        if let Some(cache) = &self.inner.cache {
+            cache.put(method, key, Arc::from(raw), value.effective_ttl_ms());
+        }
+        Ok(value)
+    }
+
+    // ---------------------------------------------------------------- discovery
+
+    /// Sends `server/discover` and adopts what it says: the newest shared protocol version,
+    /// the server's capabilities, identity and instructions.
+    pub async fn discover(&self) -> Result<DiscoverResult> {
+        let result: DiscoverResult = self
+            .cacheable(methods::SERVER_DISCOVER, "", &wire::NoParams {})
+            .await?;
+        let next = self.negotiated().adopt(&result, &self.inner.versions)?;
+        self.set_negotiated(next);
+        Ok(result)
+    }
+
+    /// The probe a freshly built client runs.
+    pub(crate) async fn probe(&self) -> Result<()> {
+        match self.discover().await {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::Version => Err(e),
+            Err(e) => match negotiate::classify_probe_failure(&e) {
+                negotiate::ProbeFailure::Modern | negotiate::ProbeFailure::Unreachable => Err(e),
+                // Where a dual-era client would fall back to `initialize`.
+                negotiate::ProbeFailure::NotModern => Err(Error::new(
+                    ErrorKind::Version,
+                    "server/discover failed: the server does not look like a 2026-07-28 server \
+                     (legacy servers are not supported by this client yet)",
+                )
+                .with_source(e)),
+            },
+        }
+    }
+
+    // ---------------------------------------------------------------- lists
+
+    /// Every tool, following cursors. On HTTP, tools with invalid `x-mcp-header`
+    /// annotations are left out (with a warning).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+        let _guard = self.inner.tools_refresh.lock().await;
+        self.list_all_tools(false).await
+    }
+
+    async fn list_all_tools(&self, fresh: bool) -> Result<Vec<Tool>> {
+        let mut tools = Vec::new();
+        let generation = self.tools_generation();
+        let mut index = ToolIndex {
+            generation,
+            ..ToolIndex::default()
+        };
+        self.paginate(
+            |cursor| async move { self.tools_page(cursor.as_deref(), fresh).await },
+            |p: &ListToolsResult| p.next_cursor.clone(),
+            |page: ListToolsResult| {
+                for tool in page.tools {
+                    match self.index_tool(&tool) {
+                        Ok(plan) => {
+                            index.plans.insert(tool.name.clone(), plan);
+                            tools.push(tool);
+                        }
+                        Err(why) => {
+                            index.rejected.insert(tool.name.clone(), why);
+                        }
+                    }
+                }
+            },
+        )
+        .await?;
+        index.complete = true;
+        let mut shared = self.inner.tools.write().unwrap_or_else(|e| e.into_inner());
+        // A change announced while we listed makes this listing stale; keep it incomplete.
+        if shared.generation == generation {
+            *shared = index;
+        }
+        Ok(tools)
+    }
+
+    fn tools_generation(&self) -> u64 {
+        self.inner
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .generation
+    }
+
+    /// One page of tools (`cursor` from the previous page's `nextCursor`). On HTTP, tools
+    /// with invalid `x-mcp-header` annotations are left out (with a warning).
+    pub async fn list_tools_page(&self, cursor: Option<&str>) -> Result<ListToolsResult> {
+        let mut page = self.tools_page(cursor, false).await?;
+        let mut kept = Vec::with_capacity(page.tools.len());
+        let mut shared = ToolIndex::default();
+        for tool in page.tools {
+            match self.index_tool(&tool) {
+                Ok(plan) => {
+                    shared.plans.insert(tool.name.clone(), plan);
+                    kept.push(tool);
+                }
+                Err(why) => {
+                    shared.rejected.insert(tool.name.clone(), why);
+                }
+            }
+        }
+        page.tools = kept;
+        let mut index = self.inner.tools.write().unwrap_or_else(|e| e.into_inner());
+        index.plans.extend(shared.plans);
+        index.rejected.extend(shared.rejected);
+        Ok(page)
+    }
+
+    async fn tools_page(&self, cursor: Option<&str>, fresh: bool) -> Result<ListToolsResult> {
+        let params = wire::CursorParams { cursor };
+        let key = cursor.unwrap_or("");
+        if fresh && let Some(cache) = &self.inner.cache {
+            cache.invalidate(methods::TOOLS_LIST, key);
+        }
+        let page: ListToolsResult = self.cacheable(methods::TOOLS_LIST, key, &params).await?;
+        self.note_server_info(page.meta.as_ref());
+        Ok(page)
+    }
+
+    /// Validates a listed tool's `x-mcp-header` annotations (HTTP only).
+    fn index_tool(&self, tool: &Tool) -> std::result::Result<Arc<HeaderPlan>, String> {
+        if !self.inner.mirrors {
+            return Ok(Arc::new(HeaderPlan::default()));
+        }
+        headers::validate_tool(tool).map(Arc::new).map_err(|why| {
+            tracing::warn!(tool = %tool.name, reason = %why, "dropped a tool with an invalid x-mcp-header annotation");
+            why
+        })
+    }
+
+    // Listing tools to mirror a call's headers leads back into `exchange`; these two boxed
+    // entry points keep the future types finite (and their `Send` provable).
+    fn refresh_tools_boxed(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.refresh_tools())
+    }
+
+    fn header_plan_boxed<'a>(
+        &'a self,
+        tool: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<HeaderPlan>>>> {
+        Box::pin(self.header_plan(tool))
+    }
+
+    /// Re-lists every tool, bypassing the cache (after a header mismatch).
+    async fn refresh_tools(&self) -> Result<()> {
+        let _guard = self.inner.tools_refresh.lock().await;
+        self.list_all_tools(true).await.map(drop)
+    }
+
+    /// The header plan of a tool, listing tools first if they were never listed.
+    async fn header_plan(&self, tool: &str) -> Result<Option<Arc<HeaderPlan>>> {
+        let lookup =
+            |index: &ToolIndex| -> std::result::Result<Option<Arc<HeaderPlan>>, Option<String>> {
+                if let Some(plan) = index.plans.get(tool) {
+                    return Ok(Some(plan.clone()));
+                }
+                if let Some(why) = index.rejected.get(tool) {
+                    return Err(Some(why.clone()));
+                }
+                if index.complete { Ok(None) } else { Err(None) }
+            };
+        let rejected = |why: String| {
+            Error::new(
+                ErrorKind::Config,
+                format!("tool {tool:?} was rejected: invalid x-mcp-header annotation ({why})"),
+            )
+        };
+        match lookup(&self.inner.tools.read().unwrap_or_else(|e| e.into_inner())) {
+            Ok(plan) => return Ok(plan),
+            Err(Some(why)) => return Err(rejected(why)),
+            Err(None) => {}
+        }
+        let _guard = self.inner.tools_refresh.lock().await;
+        match lookup(&self.inner.tools.read().unwrap_or_else(|e| e.into_inner())) {
+            Ok(plan) => return Ok(plan),
+            Err(Some(why)) => return Err(rejected(why)),
+            Err(None) => {}
+        }
+        if let Err(e) = self.list_all_tools(false).await {
+            // The call itself will tell whether the tool exists; go without mirrored headers.
+            tracing::debug!(error = %e, "could not list tools to find x-mcp-header annotations");
+            return Ok(None);
+        }
+        match lookup(&self.inner.tools.read().unwrap_or_else(|e| e.into_inner())) {
+            Ok(plan) => Ok(plan),
+            Err(Some(why)) => Err(rejected(why)),
+            Err(None) => Ok(None),
+        }
+    }
+
+    /// Follows cursors: `fetch` gets a page, `next` reads its cursor, `take` consumes it.
+    async fn paginate<T, F, Fut>(
+        &self,
+        mut fetch: F,
+        next: impl Fn(&T) -> Option<String>,
+        mut take: impl FnMut(T),
+    ) -> Result<()>
+    where
+        F: FnMut(Option<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        for _ in 0..MAX_PAGES {
+            let page = fetch(cursor.take()).await?;
+            let next_cursor = next(&page);
+            take(page);
+            match next_cursor {
+                None => return Ok(()),
+                Some(c) if !seen.insert(c.clone()) => {
+                    return Err(Error::new(
+                        ErrorKind::Transport,
+                        "the server repeated a pagination cursor",
+                    ));
+                }
+                Some(c) => cursor = Some(c),
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Transport,
+            "the server returned too many pages",
+        ))
+    }
+
+    /// Every prompt, following cursors.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        let mut all = Vec::new();
+        self.paginate(
+            |cursor| async move { self.list_prompts_page(cursor.as_deref()).await },
+            |p: &ListPromptsResult| p.next_cursor.clone(),
+            |page| all.extend(page.prompts),
+        )
+        .await?;
+        Ok(all)
+    }
+
+    /// One page of prompts.
+    pub async fn list_prompts_page(&self, cursor: Option<&str>) -> Result<ListPromptsResult> {
+        let page: ListPromptsResult = self
+            .cacheable(
+                methods::PROMPTS_LIST,
+                cursor.unwrap_or(""),
+                &wire::CursorParams { cursor },
+            )
+            .await?;
+        self.note_server_info(page.meta.as_ref());
+        Ok(page)
+    }
+
+    /// Every resource, following cursors.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+        let mut all = Vec::new();
+        self.paginate(
+            |cursor| async move { self.list_resources_page(cursor.as_deref()).await },
+            |p: &ListResourcesResult| p.next_cursor.clone(),
+            |page| all.extend(page.resources),
+        )
+        .await?;
+        Ok(all)
+    }
+
+    /// One page of resources.
+    pub async fn list_resources_page(&self, cursor: Option<&str>) -> Result<ListResourcesResult> {
+        let page: ListResourcesResult = self
+            .cacheable(
+                methods::RESOURCES_LIST,
+                cursor.unwrap_or(""),
+                &wire::CursorParams { cursor },
+            )
+            .await?;
+        self.note_server_info(page.meta.as_ref());
+        Ok(page)
+    }
+
+    /// Every resource template, following cursors.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        let mut all = Vec::new();
+        self.paginate(
+            |cursor| async move { self.list_resource_templates_page(cursor.as_deref()).await },
+            |p: &ListResourceTemplatesResult| p.next_cursor.clone(),
+            |page| all.extend(page.resource_templates),
+        )
+        .await?;
+        Ok(all)
+    }
+
+    /// One page of resource templates.
+    pub async fn list_resource_templates_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourceTemplatesResult> {
+        let page: ListResourceTemplatesResult = self
+            .cacheable(
+                methods::RESOURCES_TEMPLATES_LIST,
+                cursor.unwrap_or(""),
+                &wire::CursorParams { cursor },
+            )
+            .await?;
+        self.note_server_info(page.meta.as_ref());
+        Ok(page)
+    }
+
+    // ---------------------------------------------------------------- MRTR methods
+
+    /// Calls a tool, answering every round of input the server asks for. `arguments` is a
+    /// JSON object, or `null` for none.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+        self.call_tool_with(name, arguments, CallOptions::new())
+            .await
+    }
+
+    /// [`call_tool`](Self::call_tool) with per-call options.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<CallToolResult> {
+        let arguments = object_arguments(arguments)?;
+        let target = Target::Tool {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        let (result, _) = self.drive::<CallToolResult>(target, options).await?;
+        self.note_server_info(result.meta.as_ref());
+        Ok(result)
+    }
+
+    /// Sends one round of a tool call: the complete result, or the server's
+    /// `input_required` answer. Pass [`Continuation::new`] for a first attempt; for a retry,
+    /// the answers and the state of the previous round.
+    pub async fn call_tool_once(
+        &self,
+        name: &str,
+        arguments: Value,
+        continuation: Continuation,
+    ) -> Result<Outcome<CallToolResult>> {
+        let arguments = object_arguments(arguments)?;
+        let target = Target::Tool {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        let round = self
+            .round::<CallToolResult>(&target, continuation.retry(), &CallOptions::new())
+            .await?;
+        Ok(round.outcome)
+    }
+
+    /// Gets a prompt, answering every round of input the server asks for. `arguments` is a
+    /// JSON object of strings, or `null` for none.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
+        self.get_prompt_with(name, arguments, CallOptions::new())
+            .await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) with per-call options.
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<GetPromptResult> {
+        let arguments = string_arguments(arguments)?;
+        let target = Target::Prompt {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        let (result, _) = self.drive::<GetPromptResult>(target, options).await?;
+        self.note_server_info(result.meta.as_ref());
+        Ok(result)
+    }
+
+    /// Sends one round of `prompts/get`; see [`call_tool_once`](Self::call_tool_once).
+    pub async fn get_prompt_once(
+        &self,
+        name: &str,
+        arguments: Value,
+        continuation: Continuation,
+    ) -> Result<Outcome<GetPromptResult>> {
+        let arguments = string_arguments(arguments)?;
+        let target = Target::Prompt {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        let round = self
+            .round::<GetPromptResult>(&target, continuation.retry(), &CallOptions::new())
+            .await?;
+        Ok(round.outcome)
+    }
+
+    /// Reads a resource, answering every round of input the server asks for.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        self.read_resource_with(uri, CallOptions::new()).await
+    }
+
+    /// [`read_resource`](Self::read_resource) with per-call options.
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult> {
+        let first_attempt = options.resume.as_ref().is_none_or(Continuation::is_empty);
+        if first_attempt
+            && let Some(cache) = &self.inner.cache
+            && let Some(raw) = cache.get(methods::RESOURCES_READ, uri)
+            && let Ok(value) = wire::decode::<ReadResourceResult>(&raw, methods::RESOURCES_READ)
+        {
+            return Ok(value);
+        }
+        let target = Target::Resource { uri };
+        let (result, raw) = self.drive::<ReadResourceResult>(target, options).await?;
+        // Only a complete answer to a first attempt may be kept; `raw` is `None` otherwise.
+        if first_attempt && let (Some(cache), Some(raw)) = (&self.inner.cache, raw) {
+            cache.put(
+                methods::RESOURCES_READ,
+                uri,
+                Arc::from(raw),
+                result.effective_ttl_ms(),
+            );
+        }
+        self.note_server_info(result.meta.as_ref());
+        Ok(result)
+    }
+
+    /// Sends one round of `resources/read`; see [`call_tool_once`](Self::call_tool_once).
+    pub async fn read_resource_once(
+        &self,
+        uri: &str,
+        continuation: Continuation,
+    ) -> Result<Outcome<ReadResourceResult>> {
+        let target = Target::Resource { uri };
+        let round = self
+            .round::<ReadResourceResult>(&target, continuation.retry(), &CallOptions::new())
+            .await?;
+        Ok(round.outcome)
+    }
+
+    /// Answers the input requests of an `input_required` result with this client's
+    /// handlers, all at once (for the manual loop). `origin` names the request the result
+    /// answered ([`InputOrigin::tool`] and its siblings).
+    ///
+    /// Fails before answering anything if some request has no handler.
+    pub async fn answer(
+        &self,
+        origin: InputOrigin,
+        result: &InputRequiredResult,
+    ) -> Result<InputResponses> {
+        self.answer_round(Arc::new(origin), result, 0).await
+    }
+
+    async fn answer_round(
+        &self,
+        origin: Arc<InputOrigin>,
+        result: &InputRequiredResult,
+        rounds: u32,
+    ) -> Result<InputResponses> {
+        let Some(requests) = result.input_requests.as_ref().filter(|r| !r.is_empty()) else {
+            return Ok(InputResponses::new());
+        };
+        // Preflight: every question must be answerable before anyone is asked.
+        for (key, request) in requests {
+            if let Err(method) = self.inner.handlers.check(request) {
+                return Err(InputRequiredError::new(
+                    InputRequiredReason::NoHandler {
+                        key: key.clone(),
+                        method,
+                    },
+                    Some(result.clone()),
+                    rounds,
+                )
+                .into_error(ErrorKind::InputRequired));
+            }
+        }
+        let server = self.negotiated().server_info.clone();
+        let answers = requests.iter().map(|(key, request)| {
+            let fut = self.inner.handlers.answer(
+                key.clone(),
+                request.clone(),
+                origin.clone(),
+                server.clone(),
+            );
+            let key = key.clone();
+            async move {
+                match fut.await {
+                    Ok(answer) => Ok((key, answer)),
+                    Err(e) => Err((key, e)),
+                }
+            }
+        });
+        match futures::future::try_join_all(answers).await {
+            Ok(pairs) => Ok(pairs.into_iter().collect::<BTreeMap<_, _>>()),
+            Err((key, e)) => Err(InputRequiredError::new(
+                InputRequiredReason::HandlerFailed { key },
+                Some(result.clone()),
+                rounds,
+            )
+            .with_source(e)
+            .into_error(ErrorKind::InputRequired)),
+        }
+    }
+
+    /// Sends one round.
+    async fn round<T: DeserializeOwned>(
+        &self,
+        target: &Target<'_>,
+        retry: Retry<'_>,
+        options: &CallOptions,
+    ) -> Result<Round<T>> {
+        let observer = Observer::merged(&options.observer, &self.inner.observer);
+        let raw = match *target {
+            Target::Tool { name, arguments } => {
+                let params = wire::CallToolParams {
+                    name,
+                    arguments,
+                    retry,
+                };
+                self.exchange(Req {
+                    method: methods::TOOLS_CALL,
+                    params: &params,
+                    name: Some(name),
+                    tool: Some((name, arguments)),
+                    observer: &observer,
+                    timeout: options.timeout,
+                })
+                .await?
+            }
+            Target::Prompt { name, arguments } => {
+                let params = wire::GetPromptParams {
+                    name,
+                    arguments,
+                    retry,
+                };
+                self.exchange(Req {
+                    method: methods::PROMPTS_GET,
+                    params: &params,
+                    name: Some(name),
+                    tool: None,
+                    observer: &observer,
+                    timeout: options.timeout,
+                })
+                .await?
+            }
+            Target::Resource { uri } => {
+                let params = wire::ReadResourceParams { uri, retry };
+                self.exchange(Req {
+                    method: methods::RESOURCES_READ,
+                    params: &params,
+                    name: Some(uri),
+                    tool: None,
+                    observer: &observer,
+                    timeout: options.timeout,
+                })
+                .await?
+            }
+        };
+        mrtr::read_round(raw, target)
+    }
+
+    /// The automatic loop. Returns the complete result, and its raw JSON when it answered a
+    /// first attempt (the only kind the cache may keep).
+    async fn drive<T: DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+        mut options: CallOptions,
+    ) -> Result<(T, Option<Box<RawValue>>)> {
+        let max_rounds = options.max_rounds.unwrap_or(self.inner.max_rounds);
+        let deadline = options
+            .deadline
+            .or(self.inner.deadline)
+            .map(|d| Instant::now() + d);
+        let origin = Arc::new(target.origin());
+        let mut continuation = options.resume.take().unwrap_or_default();
+        let mut first = continuation.is_empty();
+        let mut rounds = 0u32;
+        let mut backoff = Backoff::new();
+        let mut last: Option<InputRequiredResult> = None;
+        loop {
+            let round: Round<T> = within(
+                deadline,
+                &last,
+                rounds,
+                self.round(&target, continuation.retry(), &options),
+            )
+            .await?;
+            let irr = match round.outcome {
+                Outcome::Complete(value) => {
+                    return Ok((value, first.then_some(round.raw)));
+                }
+                Outcome::InputRequired(irr) => irr,
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::InputRequired,
+                        "unexpected round outcome",
+                    ));
+                }
+            };
+            first = false;
+            rounds += 1;
+            if rounds > max_rounds {
+                return Err(InputRequiredError::new(
+                    InputRequiredReason::RoundsExceeded { max_rounds },
+                    Some(irr),
+                    rounds,
+                )
+                .into_error(ErrorKind::InputRequired));
+            }
+            let has_requests = irr.input_requests.as_ref().is_some_and(|r| !r.is_empty());
+            let responses = if has_requests {
+                backoff.reset();
+                let answers = within(
+                    deadline,
+                    &last,
+                    rounds,
+                    self.answer_round(origin.clone(), &irr, rounds),
+                )
+                .await?;
+                Some(answers)
+            } else {
+                let delay = backoff.next_delay();
+                within(deadline, &last, rounds, async {
+                    tokio::time::sleep(delay).await;
+                    Ok(())
+                })
+                .await?;
+                None
+            };
+            // The retry replaces the previous answers; state is echoed only if sent.
+            continuation = Continuation {
+                input_responses: responses,
+                request_state: irr.request_state.clone(),
+            };
+            last = Some(irr);
+        }
+    }
+
+    // ---------------------------------------------------------------- the rest
+
+    /// `completion/complete`: suggestions for `argument` (typed so far: `value`) of a prompt
+    /// or resource template.
+    pub async fn complete(
+        &self,
+        reference: impl Into<CompletionReference>,
+        argument: &str,
+        value: &str,
+        context: Option<BTreeMap<String, String>>,
+    ) -> Result<CompleteResult> {
+        let reference = reference.into();
+        let argument = CompleteArgument {
+            name: argument.to_owned(),
+            value: value.to_owned(),
+        };
+        let context = context.map(|arguments| CompleteContext {
+            arguments: Some(arguments),
+        });
+        let params = wire::CompleteParams {
+            reference: &reference,
+            argument: &argument,
+            context: context.as_ref(),
+        };
+        let (result, _) = self
+            .request(methods::COMPLETION_COMPLETE, &params, &self.inner.observer)
+            .await?;
+        Ok(result)
+    }
+
+    /// Opens a `subscriptions/listen` stream for the notifications in `filter`. Returns once
+    /// the server acknowledged it; [`Subscription::acknowledged`] tells what the server
+    /// agreed to send.
+    ///
+    /// When the response cache is on, the notifications that pass through the stream
+    /// invalidate the matching cached lists.
+    pub async fn subscribe(&self, filter: SubscriptionFilter) -> Result<Subscription> {
+        let negotiated = self.negotiated();
+        let params = wire::ListenParams {
+            notifications: &filter,
+        };
+        let observer = Observer::default();
+        let req = Req {
+            method: methods::SUBSCRIPTIONS_LISTEN,
+            params: &params,
+            name: None,
+            tool: None,
+            observer: &observer,
+            timeout: None,
+        };
+        let (id, body, headers) = self.encode(&req, &negotiated).await?;
+        let request_id = RequestId::Number(id);
+        let mut message = OutgoingMessage::new(
+            Some(request_id.clone()),
+            methods::SUBSCRIPTIONS_LISTEN,
+            body,
+        );
+        message.headers = headers;
+        let stream = self.inner.transport.send(message).await?;
+        let hook = self.change_hook();
+        let open = Subscription::open(request_id, stream, Some(hook));
+        match self.inner.request_timeout {
+            None => open.await,
+            Some(limit) => tokio::time::timeout(limit, open).await.unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    "the subscription was not acknowledged in time",
+                ))
+            }),
+        }
+    }
+
+    /// What a change notification does to the client's caches.
+    fn change_hook(&self) -> notify::ChangeHook {
+        let cache = self.inner.cache.clone();
+        let tools = self.inner.tools.clone();
+        Arc::new(move |n: &ServerNotification| {
+            if let ServerNotification::ToolsListChanged = n {
+                let mut index = tools.write().unwrap_or_else(|e| e.into_inner());
+                index.bump();
+            }
+            let Some(cache) = &cache else { return };
+            match n {
+                ServerNotification::ToolsListChanged => {
+                    cache.invalidate_method(methods::TOOLS_LIST)
+                }
+                ServerNotification::PromptsListChanged => {
+                    cache.invalidate_method(methods::PROMPTS_LIST)
+                }
+                ServerNotification::ResourcesListChanged => {
+                    cache.invalidate_method(methods::RESOURCES_LIST);
+                    cache.invalidate_method(methods::RESOURCES_TEMPLATES_LIST);
+                }
+                ServerNotification::ResourceUpdated { uri } => {
+                    cache.invalidate(methods::RESOURCES_READ, uri)
+                }
+                _ => {}
+            }
+        })
+    }
+}
+
+impl ToolIndex {
+    /// Forgets the listing after a change announcement.
+    fn bump(&mut self) {
+        *self = ToolIndex {
+            generation: self.generation.wrapping_add(1),
+            ..ToolIndex::default()
+        };
+    }
+}
+
+impl InputOrigin {
+    /// The origin of questions asked by `tools/call` of tool `name`.
+    pub fn tool(name: impl Into<String>) -> Self {
+        InputOrigin::new(methods::TOOLS_CALL, name)
+    }
+
+    /// The origin of questions asked by `prompts/get` of prompt `name`.
+    pub fn prompt(name: impl Into<String>) -> Self {
+        InputOrigin::new(methods::PROMPTS_GET, name)
+    }
+
+    /// The origin of questions asked by `resources/read` of `uri`.
+    pub fn resource(uri: impl Into<String>) -> Self {
+        InputOrigin::new(methods::RESOURCES_READ, uri)
+    }
+}
+
+fn object_arguments(arguments: Value) -> Result<Option<JsonObject>> {
+    match arguments {
+        Value::Null => Ok(None),
+        Value::Object(map) => Ok(Some(map)),
+        other => Err(Error::new(
+            ErrorKind::Config,
+            format!("tool arguments must be a JSON object, not {other}"),
+        )),
+    }
+}
+
+fn string_arguments(arguments: Value) -> Result<Option<BTreeMap<String, String>>> {
+    match arguments {
+        Value::Null => Ok(None),
+        Value::Object(map) => map
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k, s)),
+                other => Err(Error::new(
+                    ErrorKind::Config,
+                    format!("prompt argument {k:?} must be a string, not {other}"),
+                )),
+            })
+            .collect::<Result<BTreeMap<_, _>>>()
+            .map(Some),
+        other => Err(Error::new(
+            ErrorKind::Config,
+            format!("prompt arguments must be a JSON object of strings, not {other}"),
+        )),
+    }
+}

@@ -1,0 +1,174 @@
+//! Protocol version negotiation and era detection, in one place.
+//!
+//! A modern (2026-07-28+) client has no handshake: every request names its version. The
+//! client may probe with `server/discover` first; whenever a server answers `-32022`
+//! (unsupported protocol version) the client picks the newest version it shares from
+//! `error.data.supported` and retries once.
+//!
+//! Era detection lives here so that the legacy fallback (`initialize`, 2025-11-25 and
+//! earlier) can be added in one place: [`classify_probe_failure`] already tells a modern
+//! server's version mismatch from a server that does not look modern at all, which is
+//! where a dual-era client would switch to `initialize`.
+
+use std::sync::Arc;
+
+use arctern_types::capabilities::ServerCapabilities;
+use arctern_types::discover::DiscoverResult;
+use arctern_types::implementation::Implementation;
+use arctern_types::version::ProtocolVersion;
+use arctern_types::{ErrorCode, ErrorObject};
+use http::HeaderValue;
+
+use super::error::VersionError;
+use crate::Error;
+
+/// What the client knows about the server it talks to.
+#[derive(Debug, Clone)]
+pub(crate) struct Negotiated {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) version_header: HeaderValue,
+    pub(crate) server_info: Option<Arc<Implementation>>,
+    pub(crate) capabilities: Option<ServerCapabilities>,
+    pub(crate) instructions: Option<String>,
+    pub(crate) discovered: bool,
+}
+
+impl Negotiated {
+    pub(crate) fn new(version: ProtocolVersion) -> Self {
+        Negotiated {
+            version_header: version_header(&version),
+            version,
+            server_info: None,
+            capabilities: None,
+            instructions: None,
+            discovered: false,
+        }
+    }
+
+    /// The same knowledge at another version.
+    pub(crate) fn at(&self, version: ProtocolVersion) -> Self {
+        Negotiated {
+            version_header: version_header(&version),
+            version,
+            ..self.clone()
+        }
+    }
+
+    /// Adopts a discover result: the newest shared version, the server's capabilities,
+    /// identity and instructions.
+    pub(crate) fn adopt(
+        &self,
+        result: &DiscoverResult,
+        ours: &[ProtocolVersion],
+    ) -> Result<Self, Error> {
+        let version = pick(ours, &result.supported_versions).ok_or_else(|| {
+            mismatch(
+                ours,
+                &result.supported_versions,
+                legacy_note(&result.supported_versions),
+            )
+        })?;
+        let mut next = self.at(version);
+        next.capabilities = Some(result.capabilities.clone());
+        next.instructions = result.instructions.clone();
+        if let Some(info) = result.server_info() {
+            next.server_info = Some(Arc::new(info));
+        }
+        next.discovered = true;
+        Ok(next)
+    }
+}
+
+fn version_header(version: &ProtocolVersion) -> HeaderValue {
+    HeaderValue::from_str(version.as_str()).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+/// The first of `ours` (in preference order) that the server supports; only modern
+/// versions qualify, since a legacy one cannot ride the per-request envelope.
+pub(crate) fn pick(ours: &[ProtocolVersion], theirs: &[String]) -> Option<ProtocolVersion> {
+    ours.iter()
+        .filter(|v| v.is_modern())
+        .find(|v| theirs.iter().any(|t| t == v.as_str()))
+        .cloned()
+}
+
+/// The error for "nothing in common".
+pub(crate) fn mismatch(ours: &[ProtocolVersion], theirs: &[String], note: Option<String>) -> Error {
+    VersionError {
+        server: theirs.to_vec(),
+        client: ours.iter().map(|v| v.as_str().to_owned()).collect(),
+        note,
+    }
+    .into_error()
+}
+
+fn legacy_note(theirs: &[String]) -> Option<String> {
+    theirs
+        .iter()
+        .any(|v| !ProtocolVersion::new(v.clone()).is_modern())
+        .then(|| "legacy (initialize) versions are not supported by this client yet".to_owned())
+}
+
+/// What a `-32022` answer tells: the version to retry with, or the error to give up with.
+pub(crate) fn on_unsupported_version(
+    error: &ErrorObject,
+    current: &ProtocolVersion,
+    ours: &[ProtocolVersion],
+) -> Result<ProtocolVersion, Error> {
+    let theirs = error.supported_versions().unwrap_or_default();
+    match pick(ours, &theirs) {
+        Some(v) if &v != current => Ok(v),
+        _ => Err(mismatch(ours, &theirs, legacy_note(&theirs))),
+    }
+}
+
+/// How a server looked when a probe (`server/discover`) failed.
+#[derive(Debug)]
+pub(crate) enum ProbeFailure {
+    /// A modern server that rejected something about the request (a recognised 2026
+    /// error code): keep the modern era and surface the error.
+    Modern,
+    /// Not recognisably modern (method not found, another error, silence): a dual-era
+    /// client would fall back to `initialize` here.
+    NotModern,
+    /// The transport failed; nothing can be concluded.
+    Unreachable,
+}
+
+/// Classifies a failed probe per the era-detection rules: only the modern error codes
+/// (`-32020`, `-32021`, `-32022`) prove a modern server; the fallback must not key on any
+/// one other code.
+pub(crate) fn classify_probe_failure(error: &Error) -> ProbeFailure {
+    match error.protocol_error() {
+        Some(obj) if obj.code.is_modern_envelope_error() => ProbeFailure::Modern,
+        Some(obj) if obj.code == ErrorCode::INVALID_PARAMS => ProbeFailure::NotModern,
+        Some(_) => ProbeFailure::NotModern,
+        None if error.is_timeout() => ProbeFailure::NotModern,
+        None => ProbeFailure::Unreachable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_preferred_shared_modern_version() {
+        let ours = [
+            ProtocolVersion::new("2027-01-01"),
+            ProtocolVersion::V2026_07_28,
+        ];
+        assert_eq!(
+            pick(&ours, &["2026-07-28".into(), "2025-11-25".into()]),
+            Some(ProtocolVersion::V2026_07_28)
+        );
+        assert_eq!(pick(&ours, &["2025-11-25".into()]), None);
+        let err = ErrorObject::unsupported_protocol_version(&["2026-07-28"], "2027-01-01");
+        assert_eq!(
+            on_unsupported_version(&err, &ours[0], &ours).unwrap(),
+            ProtocolVersion::V2026_07_28
+        );
+        // Retrying with the version that was just refused would loop.
+        assert!(on_unsupported_version(&err, &ours[1], &ours).is_err());
+    }
+}

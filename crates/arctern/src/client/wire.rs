@@ -1,0 +1,252 @@
+//! Serializing requests with their `_meta` envelope, and reading results.
+//!
+//! The envelope's fixed parts (capabilities, client info) are serialized once when the
+//! client is built and spliced in as raw JSON, so a request costs one serialization of its
+//! own params.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use arctern_types::completion::{CompleteArgument, CompleteContext, CompletionReference};
+use arctern_types::logging::LoggingLevel;
+use arctern_types::meta::JsonObject;
+use arctern_types::mrtr::InputResponses;
+use arctern_types::result::ResultType;
+use arctern_types::subscriptions::SubscriptionFilter;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::{Error, ErrorKind, Result};
+
+/// The `_meta` of one request.
+#[derive(Serialize)]
+pub(crate) struct Envelope<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    pub(crate) version: &'a str,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    pub(crate) capabilities: &'a RawValue,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) info: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) log_level: Option<LoggingLevel>,
+    #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
+    pub(crate) progress_token: Option<i64>,
+}
+
+#[derive(Serialize)]
+struct Params<'a, P: Serialize> {
+    #[serde(flatten)]
+    params: &'a P,
+    #[serde(rename = "_meta")]
+    meta: Envelope<'a>,
+}
+
+#[derive(Serialize)]
+struct Request<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    id: i64,
+    method: &'a str,
+    params: Params<'a, P>,
+}
+
+/// Serializes a whole JSON-RPC request.
+pub(crate) fn encode_request<P: Serialize>(
+    id: i64,
+    method: &str,
+    params: &P,
+    meta: Envelope<'_>,
+) -> Result<Bytes> {
+    let request = Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params: Params { params, meta },
+    };
+    let mut buf = Vec::with_capacity(256);
+    serde_json::to_writer(&mut buf, &request)
+        .map_err(|e| Error::new(ErrorKind::Codec, "could not encode a request").with_source(e))?;
+    Ok(Bytes::from(buf))
+}
+
+/// Params of requests that carry nothing but the envelope.
+#[derive(Serialize)]
+pub(crate) struct NoParams {}
+
+/// Params of the list requests.
+#[derive(Serialize)]
+pub(crate) struct CursorParams<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cursor: Option<&'a str>,
+}
+
+/// The multi round-trip members of a retry.
+#[derive(Serialize, Default, Clone, Copy)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Retry<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) input_responses: Option<&'a InputResponses>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) request_state: Option<&'a str>,
+}
+
+/// `tools/call` params.
+#[derive(Serialize)]
+pub(crate) struct CallToolParams<'a> {
+    pub(crate) name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<&'a JsonObject>,
+    #[serde(flatten)]
+    pub(crate) retry: Retry<'a>,
+}
+
+/// `prompts/get` params.
+#[derive(Serialize)]
+pub(crate) struct GetPromptParams<'a> {
+    pub(crate) name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<&'a BTreeMap<String, String>>,
+    #[serde(flatten)]
+    pub(crate) retry: Retry<'a>,
+}
+
+/// `resources/read` params.
+#[derive(Serialize)]
+pub(crate) struct ReadResourceParams<'a> {
+    pub(crate) uri: &'a str,
+    #[serde(flatten)]
+    pub(crate) retry: Retry<'a>,
+}
+
+/// `completion/complete` params.
+#[derive(Serialize)]
+pub(crate) struct CompleteParams<'a> {
+    #[serde(rename = "ref")]
+    pub(crate) reference: &'a CompletionReference,
+    pub(crate) argument: &'a CompleteArgument,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) context: Option<&'a CompleteContext>,
+}
+
+/// `subscriptions/listen` params.
+#[derive(Serialize)]
+pub(crate) struct ListenParams<'a> {
+    pub(crate) notifications: &'a SubscriptionFilter,
+}
+
+/// The `resultType` of a result, read without decoding the rest.
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(rename = "resultType", borrow, default)]
+    result_type: Option<Cow<'a, str>>,
+}
+
+/// How a result reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Complete,
+    InputRequired,
+    Unknown(String),
+}
+
+/// Reads a result's `resultType`: absent means complete (older servers).
+pub(crate) fn result_kind(raw: &RawValue) -> Result<Kind> {
+    let peek: Peek<'_> = serde_json::from_str(raw.get()).map_err(|e| {
+        Error::new(
+            ErrorKind::Codec,
+            "the server sent a result that is not an object",
+        )
+        .with_source(e)
+    })?;
+    Ok(match peek.result_type.as_deref() {
+        None => Kind::Complete,
+        Some(t) if t == ResultType::COMPLETE.as_str() => Kind::Complete,
+        Some(t) if t == ResultType::INPUT_REQUIRED.as_str() => Kind::InputRequired,
+        Some(t) => Kind::Unknown(t.to_owned()),
+    })
+}
+
+/// Decodes a result of a known type.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(raw: &RawValue, what: &str) -> Result<T> {
+    serde_json::from_str(raw.get()).map_err(|e| {
+        Error::new(
+            ErrorKind::Codec,
+            format!("the server sent a malformed {what} result"),
+        )
+        .with_source(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_with_the_envelope_last() {
+        let caps = RawValue::from_string("{}".into()).unwrap();
+        let info = RawValue::from_string(r#"{"name":"c","version":"1"}"#.into()).unwrap();
+        let args: JsonObject = serde_json::from_str(r#"{"a":1}"#).unwrap();
+        let bytes = encode_request(
+            7,
+            "tools/call",
+            &CallToolParams {
+                name: "t",
+                arguments: Some(&args),
+                retry: Retry {
+                    input_responses: None,
+                    request_state: Some("s\"1"),
+                },
+            },
+            Envelope {
+                version: "2026-07-28",
+                capabilities: &caps,
+                info: Some(&info),
+                log_level: None,
+                progress_token: Some(7),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"a":1},"requestState":"s\"1","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"progressToken":7}}}"#
+        );
+        let empty = encode_request(
+            1,
+            "server/discover",
+            &NoParams {},
+            Envelope {
+                version: "v",
+                capabilities: &caps,
+                info: None,
+                log_level: Some(LoggingLevel::Info),
+                progress_token: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            std::str::from_utf8(&empty).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}}"#
+        );
+    }
+
+    #[test]
+    fn reads_result_types() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        assert_eq!(result_kind(&raw("{}")).unwrap(), Kind::Complete);
+        assert_eq!(
+            result_kind(&raw(r#"{"resultType":"input_required"}"#)).unwrap(),
+            Kind::InputRequired
+        );
+        assert_eq!(
+            result_kind(&raw(r#"{"resultType":"task"}"#)).unwrap(),
+            Kind::Unknown("task".into())
+        );
+        assert!(result_kind(&raw("[]")).is_err());
+    }
+}
