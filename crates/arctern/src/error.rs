@@ -38,8 +38,17 @@ pub enum ErrorKind {
     InputRequired,
 }
 
-/// An infrastructure error. See the [module documentation](self).
+/// An infrastructure error: something kept a message from being exchanged at all (a socket
+/// error, a timeout, a peer that went away, bad configuration), or, for
+/// [`ErrorKind::Protocol`], the JSON-RPC error object the peer answered with. Protocol
+/// outcomes inside a result (a tool's `isError`) are data, not errors.
+///
+/// One pointer wide, so `Result<T, Error>` stays small on the happy path.
 pub struct Error {
+    inner: Box<Inner>,
+}
+
+struct Inner {
     kind: ErrorKind,
     message: Cow<'static, str>,
     protocol: Option<crate::ErrorObject>,
@@ -50,78 +59,78 @@ impl Error {
     /// An error of `kind` with a message.
     pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
         Error {
-            kind,
-            message: message.into(),
-            protocol: None,
-            source: None,
+            inner: Box::new(Inner {
+                kind,
+                message: message.into(),
+                protocol: None,
+                source: None,
+            }),
         }
     }
 
     /// Attaches the underlying cause.
     pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
-        self.source = Some(source.into());
+        self.inner.source = Some(source.into());
         self
     }
 
     /// An error carrying the JSON-RPC error object the peer answered with.
     pub fn protocol(error: crate::ErrorObject) -> Self {
-        Error {
-            kind: ErrorKind::Protocol,
-            message: Cow::Owned(error.to_string()),
-            protocol: Some(error),
-            source: None,
-        }
+        let mut e = Error::new(ErrorKind::Protocol, error.to_string());
+        e.inner.protocol = Some(error);
+        e
     }
 
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.inner.kind
     }
 
     /// The JSON-RPC error object the peer sent, for [`ErrorKind::Protocol`].
     pub fn protocol_error(&self) -> Option<&crate::ErrorObject> {
-        self.protocol.as_ref()
+        self.inner.protocol.as_ref()
     }
 
     /// Whether this is an I/O error.
     pub fn is_io(&self) -> bool {
-        self.kind == ErrorKind::Io
+        self.inner.kind == ErrorKind::Io
     }
 
     /// Whether the transport failed.
     pub fn is_transport(&self) -> bool {
-        self.kind == ErrorKind::Transport
+        self.inner.kind == ErrorKind::Transport
     }
 
     /// Whether the peer answered with a JSON-RPC error.
     pub fn is_protocol(&self) -> bool {
-        self.kind == ErrorKind::Protocol
+        self.inner.kind == ErrorKind::Protocol
     }
 
     /// Whether a deadline passed.
     pub fn is_timeout(&self) -> bool {
-        self.kind == ErrorKind::Timeout
+        self.inner.kind == ErrorKind::Timeout
     }
 
     /// Whether the connection or server is closed.
     pub fn is_closed(&self) -> bool {
-        self.kind == ErrorKind::Closed
+        self.inner.kind == ErrorKind::Closed
     }
 
     /// Whether the configuration is invalid.
     pub fn is_config(&self) -> bool {
-        self.kind == ErrorKind::Config
+        self.inner.kind == ErrorKind::Config
     }
 }
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Error");
-        d.field("kind", &self.kind).field("message", &self.message);
-        if let Some(p) = &self.protocol {
+        d.field("kind", &self.inner.kind)
+            .field("message", &self.inner.message);
+        if let Some(p) = &self.inner.protocol {
             d.field("protocol", p);
         }
-        if let Some(s) = &self.source {
+        if let Some(s) = &self.inner.source {
             d.field("source", s);
         }
         d.finish()
@@ -130,8 +139,8 @@ impl fmt::Debug for Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        if let Some(source) = &self.source {
+        f.write_str(&self.inner.message)?;
+        if let Some(source) = &self.inner.source {
             write!(f, ": {source}")?;
         }
         Ok(())
@@ -140,7 +149,7 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source.as_deref().map(|e| e as _)
+        self.inner.source.as_deref().map(|e| e as _)
     }
 }
 

@@ -76,9 +76,9 @@ impl CachePolicy {
 /// Derives the principal a request's state is bound to, when the authentication layer does
 /// not put a [`Principal`](super::Principal) in the request's extensions.
 #[derive(Clone)]
-pub struct PrincipalHook(
-    pub(crate) Arc<dyn Fn(&super::RequestContext) -> Option<String> + Send + Sync>,
-);
+pub struct PrincipalHook(pub(crate) Arc<PrincipalFn>);
+
+type PrincipalFn = dyn Fn(&super::RequestContext) -> Option<String> + Send + Sync;
 
 impl PrincipalHook {
     /// A hook from a function.

@@ -9,6 +9,8 @@ use arctern_types::mrtr::InputRequiredResult;
 /// `return Ok(result.into())` either way.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+// Returned once per call and never stored, so the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Outcome<T> {
     /// The request is done.
     Complete(T),

@@ -1,69 +1,4 @@
-//! RFC 6570 URI Template *matching* for MCP resource templates.
-//!
-//! A server advertises resource templates such as `file:///{+path}` or
-//! `users/{id}{?fields,sort}`. When a client sends `resources/read` with a
-//! concrete URI, the server has to find out which template the URI is an
-//! expansion of and recover the values of the template's variables. That is
-//! the reverse of RFC 6570 expansion, and this module implements it.
-//!
-//! Validation and expansion are delegated to the `iri-string` crate; the
-//! split of a template into literal and expression parts and the matching
-//! itself are done here, because `iri-string` does not expose its syntax tree.
-//!
-//! # Matching rules
-//!
-//! * Literal text must appear in the URI exactly as written in the template;
-//!   the hex digits of a percent-encoded triplet in a literal are compared
-//!   case-insensitively. A template without expressions therefore matches only
-//!   the identical URI.
-//! * Values are percent-decoded (a `+` stays a `+`; it is not a space). A
-//!   value whose decoded bytes are not valid UTF-8 does not match. Raw
-//!   non-ASCII characters (as found in IRIs) are accepted inside values as
-//!   they are.
-//! * The whole URI must match; matching is case-sensitive.
-//! * `{var}` (simple): a non-empty value made of unreserved characters and
-//!   percent-encoded triplets. Reserved characters such as `/ ? # , &` must be
-//!   percent-encoded to be part of the value. Several variables, as in
-//!   `{x,y}`, are all required and separated by `,`.
-//! * `{+var}` (reserved) and `{#var}` (fragment): the value may also contain
-//!   reserved characters, so `file:///{+path}` matches nested paths. A
-//!   reserved value must be non-empty; a fragment value may be empty (the
-//!   `#` marks its presence).
-//! * `{.var}` (label) and `{/var}` (path segment): every variable is
-//!   required and introduced by its `.` or `/`; the value may be empty.
-//!   `{/var*}` (explode) matches one or more segments and yields them joined
-//!   with `/`, for example `/a/b/c` gives `a/b/c`.
-//! * `{;x,y}` (path-style parameters), `{?x,y}` (form-style query) and `{&x}`
-//!   (query continuation): parameters are optional and may come in any order;
-//!   absent ones are missing from the result, a parameter name that is not in
-//!   the expression (or a repeated non-exploded one) makes the URI not match.
-//!   `name` without `=` gives an empty value. An exploded parameter (`{?x*}`)
-//!   may repeat and its values are joined with `,`. A `{?..}` expression
-//!   directly followed by `{&..}` expressions forms one query (so
-//!   `{?q}{&page}` accepts `?page=2&q=x`), and adjacent `{;..}` expressions
-//!   are merged the same way.
-//! * Other exploded variables accept the separator of their list form inside
-//!   the value: `,` for `{var*}`, `.` for `{.var*}`.
-//! * A prefix modifier `{var:N}` limits the decoded value to at most `N`
-//!   characters.
-//! * A variable that occurs more than once must have the same value at every
-//!   occurrence.
-//!
-//! ## Ambiguity: leftmost-shortest
-//!
-//! When a URI can be split between variables in more than one way, variables
-//! are assigned from left to right and each one takes the **shortest** value
-//! that still lets the rest of the template match. So `x://{a}-{b}` against
-//! `x://1-2-3` gives `a = 1`, `b = 2-3`, and `{+path}{?q}` against `a/b?q=1`
-//! gives `path = a/b`, `q = 1` (rather than swallowing the query into `path`).
-//!
-//! ## Bounded work
-//!
-//! The URI comes from the network, so matching is protected against
-//! pathological backtracking: URIs longer than [`MAX_URI_LEN`] are rejected
-//! immediately, literals are checked for presence in order before any
-//! backtracking starts, failed (part, position) states are memoized, and a
-//! hard work budget turns an excessively ambiguous match into "no match".
+//! RFC 6570 URI Template matching for MCP resource templates; see [`UriTemplate`].
 
 use std::fmt;
 use std::ops::Range;
@@ -83,6 +18,73 @@ const MAX_WORK: usize = 200_000;
 
 /// A parsed RFC 6570 URI template that can be matched against URIs and
 /// expanded.
+///
+/// RFC 6570 URI Template *matching* for MCP resource templates.
+///
+/// A server advertises resource templates such as `file:///{+path}` or
+/// `users/{id}{?fields,sort}`. When a client sends `resources/read` with a
+/// concrete URI, the server has to find out which template the URI is an
+/// expansion of and recover the values of the template's variables. That is
+/// the reverse of RFC 6570 expansion, and this module implements it.
+///
+/// Validation and expansion are delegated to the `iri-string` crate; the
+/// split of a template into literal and expression parts and the matching
+/// itself are done here, because `iri-string` does not expose its syntax tree.
+///
+/// # Matching rules
+///
+/// * Literal text must appear in the URI exactly as written in the template;
+///   the hex digits of a percent-encoded triplet in a literal are compared
+///   case-insensitively. A template without expressions therefore matches only
+///   the identical URI.
+/// * Values are percent-decoded (a `+` stays a `+`; it is not a space). A
+///   value whose decoded bytes are not valid UTF-8 does not match. Raw
+///   non-ASCII characters (as found in IRIs) are accepted inside values as
+///   they are.
+/// * The whole URI must match; matching is case-sensitive.
+/// * `{var}` (simple): a non-empty value made of unreserved characters and
+///   percent-encoded triplets. Reserved characters such as `/ ? # , &` must be
+///   percent-encoded to be part of the value. Several variables, as in
+///   `{x,y}`, are all required and separated by `,`.
+/// * `{+var}` (reserved) and `{#var}` (fragment): the value may also contain
+///   reserved characters, so `file:///{+path}` matches nested paths. A
+///   reserved value must be non-empty; a fragment value may be empty (the
+///   `#` marks its presence).
+/// * `{.var}` (label) and `{/var}` (path segment): every variable is
+///   required and introduced by its `.` or `/`; the value may be empty.
+///   `{/var*}` (explode) matches one or more segments and yields them joined
+///   with `/`, for example `/a/b/c` gives `a/b/c`.
+/// * `{;x,y}` (path-style parameters), `{?x,y}` (form-style query) and `{&x}`
+///   (query continuation): parameters are optional and may come in any order;
+///   absent ones are missing from the result, a parameter name that is not in
+///   the expression (or a repeated non-exploded one) makes the URI not match.
+///   `name` without `=` gives an empty value. An exploded parameter (`{?x*}`)
+///   may repeat and its values are joined with `,`. A `{?..}` expression
+///   directly followed by `{&..}` expressions forms one query (so
+///   `{?q}{&page}` accepts `?page=2&q=x`), and adjacent `{;..}` expressions
+///   are merged the same way.
+/// * Other exploded variables accept the separator of their list form inside
+///   the value: `,` for `{var*}`, `.` for `{.var*}`.
+/// * A prefix modifier `{var:N}` limits the decoded value to at most `N`
+///   characters.
+/// * A variable that occurs more than once must have the same value at every
+///   occurrence.
+///
+/// ## Ambiguity: leftmost-shortest
+///
+/// When a URI can be split between variables in more than one way, variables
+/// are assigned from left to right and each one takes the **shortest** value
+/// that still lets the rest of the template match. So `x://{a}-{b}` against
+/// `x://1-2-3` gives `a = 1`, `b = 2-3`, and `{+path}{?q}` against `a/b?q=1`
+/// gives `path = a/b`, `q = 1` (rather than swallowing the query into `path`).
+///
+/// ## Bounded work
+///
+/// The URI comes from the network, so matching is protected against
+/// pathological backtracking: URIs longer than `MAX_URI_LEN` (8 KiB) are rejected
+/// immediately, literals are checked for presence in order before any
+/// backtracking starts, failed (part, position) states are memoized, and a
+/// hard work budget turns an excessively ambiguous match into "no match".
 #[derive(Clone)]
 pub struct UriTemplate {
     /// The validated template text.
@@ -225,7 +227,7 @@ impl UriTemplate {
     /// Matches `uri` against the template.
     ///
     /// Returns `None` when the URI is not an expansion of the template (see
-    /// the [module documentation](self) for the exact rules), and otherwise
+    /// [`UriTemplate`] for the exact rules), and otherwise
     /// the percent-decoded value of every variable that is present in the URI,
     /// in the order of [`variables`](Self::variables). Optional (query and
     /// path-parameter) variables that are absent are left out.

@@ -108,7 +108,7 @@ impl Default for MrtrLimits {
 #[derive(Debug, Clone)]
 pub(crate) enum Resolution {
     /// Answered: the response as received (decoded for the kind asked).
-    Answered(InputResponse),
+    Answered(Box<InputResponse>),
     /// Not answered yet; its question is queued for this round.
     Pending,
     /// Cannot be asked yet: it depends on an answer that is not there.
@@ -271,9 +271,11 @@ impl InputState {
             requests.insert(key, request);
         }
         ctx.set_carry(inner.next_answers, pins);
-        let mut result = InputRequiredResult::default();
-        result.input_requests = Some(requests);
-        result.request_state = inner.request_state;
+        let result = InputRequiredResult {
+            input_requests: Some(requests),
+            request_state: inner.request_state,
+            ..Default::default()
+        };
         Ok(Outcome::InputRequired(result))
     }
 }
@@ -321,7 +323,7 @@ impl InputInner {
             if pinned {
                 if let Some(answer) = decode_answer(kind, response).filter(|a| fits(a)) {
                     self.keep(key, &answer, digest);
-                    return Resolution::Answered(answer);
+                    return Resolution::Answered(Box::new(answer));
                 }
                 tracing::debug!(key, "an answer does not fit its question; asking again");
             } else {
@@ -330,13 +332,13 @@ impl InputInner {
                     "ignored an answer to a question that was not asked in this form"
                 );
             }
-        } else if pinned && let Some(carried) = self.carried.get(key) {
-            if let Ok(answer) = InputResponse::decode_for(kind, carried.clone())
-                && fits(&answer)
-            {
-                self.keep(key, &answer, digest);
-                return Resolution::Answered(answer);
-            }
+        } else if pinned
+            && let Some(carried) = self.carried.get(key)
+            && let Ok(answer) = InputResponse::decode_for(kind, carried.clone())
+            && fits(&answer)
+        {
+            self.keep(key, &answer, digest);
+            return Resolution::Answered(Box::new(answer));
         }
         self.asks.insert(key.to_owned(), (request, digest));
         Resolution::Pending

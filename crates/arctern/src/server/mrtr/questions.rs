@@ -190,15 +190,17 @@ impl<'a> AskContext<'a> {
 
     fn interpret<Q: Question>(&self, resolution: Resolution) -> Step<Decision<Q>> {
         match resolution {
-            Resolution::Answered(InputResponse::Elicit(e)) => match e.action {
-                ElicitAction::Accept => match decode_content::<Q>(e.content.as_ref()) {
-                    Some(q) => Step::Done(Decision::Accepted(q)),
-                    None => Step::Pending,
+            Resolution::Answered(answer) => match *answer {
+                InputResponse::Elicit(e) => match e.action {
+                    ElicitAction::Accept => match decode_content::<Q>(e.content.as_ref()) {
+                        Some(q) => Step::Done(Decision::Accepted(q)),
+                        None => Step::Pending,
+                    },
+                    ElicitAction::Decline => Step::Done(Decision::Declined),
+                    ElicitAction::Cancel => Step::Done(Decision::Cancelled),
                 },
-                ElicitAction::Decline => Step::Done(Decision::Declined),
-                ElicitAction::Cancel => Step::Done(Decision::Cancelled),
+                _ => Step::Pending,
             },
-            Resolution::Answered(_) => Step::Pending,
             Resolution::Pending => Step::Pending,
             Resolution::Deferred => Step::Deferred,
             Resolution::Failed(e) => Step::Failed(e),
@@ -357,12 +359,13 @@ impl<Q: SamplingQuestion, S> FromCall<S> for Sample<Q> {
         };
         let fits = |r: &InputResponse| matches!(r, InputResponse::CreateMessage(_));
         match cx.resolve_request(Q::KEY, InputRequest::sample(params), &fits) {
-            Resolution::Answered(InputResponse::CreateMessage(result)) => {
-                Extracted::Ready(Sample {
+            Resolution::Answered(answer) => match *answer {
+                InputResponse::CreateMessage(result) => Extracted::Ready(Sample {
                     result,
                     _question: PhantomData,
-                })
-            }
+                }),
+                _ => Extracted::Pending,
+            },
             Resolution::Failed(e) => Extracted::Rejected(Rejection::protocol(e)),
             _ => Extracted::Pending,
         }
@@ -395,9 +398,10 @@ impl<S> FromCall<S> for Roots {
         let cx = AskContext::new(ctx, arguments, InnerRef::Cell(&input.inner));
         let fits = |r: &InputResponse| matches!(r, InputResponse::ListRoots(_));
         match cx.resolve_request(Roots::KEY, InputRequest::list_roots(), &fits) {
-            Resolution::Answered(InputResponse::ListRoots(list)) => {
-                Extracted::Ready(Roots(list.roots))
-            }
+            Resolution::Answered(answer) => match *answer {
+                InputResponse::ListRoots(list) => Extracted::Ready(Roots(list.roots)),
+                _ => Extracted::Pending,
+            },
             Resolution::Failed(e) => Extracted::Rejected(Rejection::protocol(e)),
             _ => Extracted::Pending,
         }
