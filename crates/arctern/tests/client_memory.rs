@@ -17,6 +17,7 @@ use arctern::server::{
     ServerConfig, ToolSpec,
 };
 use arctern::transport::memory::MemoryTransport;
+use arctern::types::RequestId;
 use arctern::types::capabilities::{
     PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
@@ -33,7 +34,6 @@ use arctern::types::subscriptions::SubscriptionFilter;
 use arctern::types::tools::{
     CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult, Tool,
 };
-use arctern::types::RequestId;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use schemars::JsonSchema;

@@ -1,5 +1,5 @@
 //! An in-process transport: a [`Client`](crate::client::Client) talking to a
-//! [`Server`](crate::server::Server) in the same process.
+//! [`Server`] in the same process.
 //!
 //! Nothing is short-circuited: every request is serialized, handed to
 //! [`Server::handle_bytes`](crate::server::Server::handle_bytes) as bytes, and every message

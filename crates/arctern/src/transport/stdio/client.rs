@@ -42,8 +42,10 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream};
 use serde::Deserialize;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
+use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::client::{MessageStream, OutgoingMessage, Transport, UnroutedSink};
@@ -383,24 +385,27 @@ impl StdioTransport {
                 }
             });
         }
-        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
-        let shared = Arc::new(Shared {
-            pending: Mutex::new(HashMap::new()),
-            writer: Mutex::new(Some(tx)),
-            unrouted: RwLock::new(None),
-            closed: Mutex::new(None),
-        });
-        tokio::spawn(write_loop(BufWriter::new(stdin), rx, shared.clone()));
-        tokio::spawn(read_loop(
-            BufReader::new(stdout),
-            shared.clone(),
-            command.max_message_size,
-        ));
+        let shared = start(stdout, stdin, command.max_message_size);
         Ok(StdioTransport {
             shared,
             child: Arc::new(Mutex::new(Some(child))),
             grace: command.shutdown_grace,
         })
+    }
+
+    /// A transport over any byte stream pair (a socket, a pipe, an in-memory duplex) that
+    /// carries newline-delimited MCP messages: `reader` is what the server writes, `writer`
+    /// what it reads. Closing the transport shuts `writer` down. Needs a Tokio runtime.
+    pub fn from_io<R, W>(reader: R, writer: W) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        StdioTransport {
+            shared: start(reader, writer, DEFAULT_MAX_MESSAGE_SIZE),
+            child: Arc::new(Mutex::new(None)),
+            grace: DEFAULT_SHUTDOWN_GRACE,
+        }
     }
 
     /// The child's process id, while it runs.
@@ -413,8 +418,26 @@ impl StdioTransport {
     }
 }
 
-async fn write_loop(
-    mut stdin: BufWriter<ChildStdin>,
+/// Starts the reader and writer tasks.
+fn start<R, W>(reader: R, writer: W, max: usize) -> Arc<Shared>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+    let shared = Arc::new(Shared {
+        pending: Mutex::new(HashMap::new()),
+        writer: Mutex::new(Some(tx)),
+        unrouted: RwLock::new(None),
+        closed: Mutex::new(None),
+    });
+    tokio::spawn(write_loop(BufWriter::new(writer), rx, shared.clone()));
+    tokio::spawn(read_loop(BufReader::new(reader), shared.clone(), max));
+    shared
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut stdin: BufWriter<W>,
     mut rx: mpsc::Receiver<Bytes>,
     shared: Arc<Shared>,
 ) {
