@@ -42,6 +42,10 @@ pub struct WireHeaders {
     /// `Mcp-Name`, decoded from its base64 sentinel form when needed; `Err` when the value
     /// is malformed.
     pub name: Option<Result<String, String>>,
+    /// Every `Mcp-Param-{Name}` header: `{Name}` (any case), and the value decoded from its
+    /// base64 sentinel form when needed, `Err` when malformed. Checked against the arguments
+    /// of a `tools/call` whose tool declares them ([`Handler::mirrored_params`]).
+    pub params: Vec<(String, Result<String, String>)>,
 }
 
 /// Where a message came from: the transport, the mirrored HTTP headers, and values that
@@ -418,6 +422,13 @@ impl<H: Handler> Server<H> {
             method.name(),
             params.mirrored_name(),
         )?;
+        if let (Some(headers), Some((tool, arguments))) =
+            (origin.headers.as_ref(), params.tool_call())
+            && let Some(mirrored) = self.inner.handler.mirrored_params(tool)
+        {
+            super::mirror::check_headers(&mirrored, arguments, &headers.params)
+                .map_err(|why| Rejection::bad_request(ErrorObject::header_mismatch(why)))?;
+        }
         let _ = id;
         let logging_enabled = self.inner.config.capabilities.logging.is_some();
         let ctx = RequestContext {

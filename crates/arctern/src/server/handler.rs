@@ -1,6 +1,7 @@
 //! The low-level server API: one async method per protocol method.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use arctern_types::ErrorObject;
 use arctern_types::completion::{CompleteRequestParams, CompleteResult};
@@ -17,6 +18,7 @@ use arctern_types::tools::{
 };
 
 use super::context::RequestContext;
+use super::mirror::MirroredParam;
 use super::outcome::Outcome;
 
 /// What a handler method returns: a result, or a protocol error sent back as a JSON-RPC error
@@ -132,6 +134,17 @@ pub trait Handler: Send + Sync + 'static {
     ) -> impl Future<Output = HandlerResult<CompleteResult>> + Send {
         let _ = (ctx, params);
         not_found(methods::COMPLETION_COMPLETE)
+    }
+
+    /// The arguments of tool `tool` that clients mirror into `Mcp-Param-{Name}` HTTP headers
+    /// (the `x-mcp-header` annotations of its `inputSchema`; see
+    /// [`MirroredParam::from_input_schema`]). Before [`call_tool`](Self::call_tool) runs on an
+    /// HTTP request, the server checks each such header against the arguments and answers a
+    /// mismatch with HTTP 400 and `-32020`. Called once per `tools/call`, so keep it a cheap
+    /// lookup. The default declares none.
+    fn mirrored_params(&self, tool: &str) -> Option<Arc<[MirroredParam]>> {
+        let _ = tool;
+        None
     }
 }
 

@@ -14,6 +14,7 @@ mod context;
 mod engine;
 mod handler;
 mod mcp;
+mod mirror;
 mod mrtr;
 mod outcome;
 mod reply;
@@ -25,6 +26,7 @@ pub use context::{Era, Principal, RequestContext, TransportKind};
 pub use engine::{RequestOrigin, Server, WireHeaders};
 pub use handler::{Handler, HandlerResult, resource_not_found};
 pub use mcp::*;
+pub use mirror::MirroredParam;
 pub use mrtr::{
     Answer, AnswerOutcome, Ask, AskContext, Asked, Collect, Decision, Interrupt, MrtrLimits,
     NotYet, Question, Questions, RequestState, Responses, Roots, Sample, SamplingQuestion,

@@ -1,7 +1,7 @@
 //! How the engine reads params and writes results of every method, generically.
 
 use arctern_types::RequestMeta;
-use arctern_types::meta::Meta;
+use arctern_types::meta::{JsonObject, Meta};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -16,6 +16,10 @@ pub(crate) trait WireParams: DeserializeOwned + Send + 'static {
     fn take_meta(&mut self) -> RequestMeta;
     /// The value `Mcp-Name` must mirror (tool or prompt name, resource URI).
     fn mirrored_name(&self) -> Option<&str> {
+        None
+    }
+    /// For `tools/call`: the tool and its arguments, which `Mcp-Param-*` headers mirror.
+    fn tool_call(&self) -> Option<(&str, Option<&JsonObject>)> {
         None
     }
 }
@@ -43,9 +47,20 @@ macro_rules! wire_params {
     )*};
 }
 
+impl WireParams for arctern_types::tools::CallToolRequestParams {
+    fn take_meta(&mut self) -> RequestMeta {
+        std::mem::take(&mut self.meta)
+    }
+    fn mirrored_name(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+    fn tool_call(&self) -> Option<(&str, Option<&JsonObject>)> {
+        Some((&self.name, self.arguments.as_ref()))
+    }
+}
+
 wire_params!(
     arctern_types::base::PaginatedRequestParams,
-    arctern_types::tools::CallToolRequestParams => name,
     arctern_types::prompts::GetPromptRequestParams => name,
     arctern_types::resources::ReadResourceRequestParams => uri,
     arctern_types::completion::CompleteRequestParams,

@@ -71,6 +71,7 @@ use super::config::{CachePolicy, PrincipalHook, ServerConfig};
 use super::context::RequestContext;
 use super::engine::Server;
 use super::handler::{Handler, HandlerResult, resource_not_found};
+use super::mirror::MirroredParam;
 use super::mrtr::InputState;
 use super::mrtr::MrtrLimits;
 use super::outcome::Outcome;
@@ -933,5 +934,9 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
             Some(completer) => completer.complete(ctx, params).await,
             None => Err(ErrorObject::method_not_found("completion/complete")),
         }
+    }
+
+    fn mirrored_params(&self, tool: &str) -> Option<Arc<[MirroredParam]>> {
+        self.inner.registry.load().tools.get(tool)?.mirrored.clone()
     }
 }

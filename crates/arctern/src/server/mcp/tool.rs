@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::extract::{CallParts, Describe, Form, schema_for};
 use super::handler_fn::{BoxFuture, HandlerFn, Run};
 use crate::server::handler::HandlerResult;
+use crate::server::mirror::MirroredParam;
 use crate::server::outcome::Outcome;
 
 /// What a tool handler returns, turned into a `tools/call` result.
@@ -185,6 +186,7 @@ impl<S> Clone for ToolEntry<S> {
             tool: self.tool.clone(),
             handler: self.handler.clone(),
             asks: self.asks,
+            mirrored: self.mirrored.clone(),
         }
     }
 }
@@ -194,6 +196,8 @@ pub(crate) struct ToolEntry<S> {
     pub(crate) handler: Arc<dyn ErasedTool<S>>,
     /// Asks typed questions, whose answers are pinned in sealed request state.
     pub(crate) asks: bool,
+    /// The arguments mirrored into `Mcp-Param-*` headers, if any.
+    pub(crate) mirrored: Option<Arc<[MirroredParam]>>,
 }
 
 pub(crate) trait ErasedTool<S>: Send + Sync {
@@ -278,6 +282,9 @@ where
     if tool.output_schema.is_none() {
         tool.output_schema = describe.output_schema;
     }
+    // Clients drop a tool whose x-mcp-header annotations are invalid; refuse to offer one.
+    let mirrored = MirroredParam::from_input_schema(&tool.input_schema)
+        .map_err(|why| format!("tool {name:?}: {why}"))?;
     Ok(ToolEntry {
         tool,
         handler: Arc::new(ToolFn {
@@ -285,5 +292,6 @@ where
             _marker: PhantomData,
         }),
         asks,
+        mirrored: (!mirrored.is_empty()).then(|| mirrored.into()),
     })
 }
