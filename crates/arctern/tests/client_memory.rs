@@ -101,6 +101,7 @@ impl Scripted {
             prompts: Some(PromptsCapability::default()),
             resources: Some(ResourcesCapability::default()),
             logging: Some(JsonObject::new()),
+            completions: Some(JsonObject::new()),
             ..Default::default()
         };
         Server::new(self, config)
@@ -155,6 +156,23 @@ impl Handler for Scripted {
         let mut result = ReadResourceResult::text(params.uri, "text/plain", "content");
         result.ttl_ms = self.ttl;
         Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        _ctx: RequestContext,
+        params: arctern::types::completion::CompleteRequestParams,
+    ) -> HandlerResult<arctern::types::completion::CompleteResult> {
+        let value = params.argument.value;
+        let context = params
+            .context
+            .and_then(|c| c.arguments)
+            .map(|a| a.len())
+            .unwrap_or(0);
+        Ok(arctern::types::completion::CompleteResult::new([
+            format!("{value}is"),
+            format!("{value}-{context}"),
+        ]))
     }
 
     async fn get_prompt(
@@ -1051,4 +1069,49 @@ async fn the_memory_transport_can_check_http_headers() {
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");
     }
     assert_eq!(sent[2]["mcp-name"], "echo1");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_stops_a_flow_and_keeps_the_last_result() {
+    let handler = Scripted::new(|_ctx, p| async move {
+        let n: u32 = p.request_state.as_deref().map_or(0, |s| s.parse().unwrap());
+        Ok(InputRequiredResult::new()
+            .with_request_state((n + 1).to_string())
+            .into())
+    });
+    let client = Client::builder()
+        .max_rounds(1000)
+        .deadline(Duration::from_millis(1000))
+        .connect_memory(handler.clone().server())
+        .await
+        .unwrap();
+    let err = client.call_tool("poll", Value::Null).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    let details = InputRequiredError::of(&err).unwrap();
+    assert_eq!(details.reason(), &InputRequiredReason::DeadlineExceeded);
+    // 50 + 100 + 200 + 250 + 250 = 850 ms: five retries fit, the sixth pause does not.
+    assert_eq!(handler.seen().len(), 6);
+    assert_eq!(
+        details.last_result().unwrap().request_state.as_deref(),
+        Some("6")
+    );
+}
+
+#[tokio::test]
+async fn completion_requests_carry_reference_argument_and_context() {
+    let handler = Scripted::new(|_ctx, _p| async { Ok(CallToolResult::text("").into()) });
+    let client = Client::builder()
+        .connect_memory(handler.server())
+        .await
+        .unwrap();
+    let result = client
+        .complete(
+            arctern::types::completion::PromptReference::new("p"),
+            "city",
+            "Par",
+            Some([("country".to_owned(), "FR".to_owned())].into()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.completion.values, ["Paris", "Par-1"]);
 }

@@ -75,10 +75,6 @@
 //!
 //! Off by default; see [`ClientBuilder::cache`] for the rules it follows when on.
 
-// `crate::Error` carries the peer's error object inline (about 150 bytes); errors are the
-// cold path here, so the size lint is silenced rather than boxing at every call site.
-#![allow(clippy::result_large_err)]
-
 mod builder;
 mod cache;
 mod error;
@@ -1091,6 +1087,12 @@ impl Client {
                 )
                 .into_error(ErrorKind::InputRequired));
             }
+            // Kept before answering, so that a deadline hit while answering or pausing
+            // reports this round.
+            last = Some(irr);
+            let Some(irr) = last.as_ref() else {
+                continue;
+            };
             let has_requests = irr.input_requests.as_ref().is_some_and(|r| !r.is_empty());
             let responses = if has_requests {
                 backoff.reset();
@@ -1098,7 +1100,7 @@ impl Client {
                     deadline,
                     &last,
                     rounds,
-                    self.answer_round(origin.clone(), &irr, rounds),
+                    self.answer_round(origin.clone(), irr, rounds),
                 )
                 .await?;
                 Some(answers)
@@ -1116,7 +1118,6 @@ impl Client {
                 input_responses: responses,
                 request_state: irr.request_state.clone(),
             };
-            last = Some(irr);
         }
     }
 

@@ -11,10 +11,6 @@
 //! would (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), which makes the header logic
 //! testable without sockets.
 
-// `crate::Error` carries the peer's error object inline (about 150 bytes); errors are the
-// cold path here, so the size lint is silenced rather than boxing at every call site.
-#![allow(clippy::result_large_err)]
-
 use std::sync::Arc;
 
 use bytes::Bytes;

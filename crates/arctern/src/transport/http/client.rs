@@ -13,10 +13,6 @@
 //! - `http://` only: TLS is not built in (put a TLS-terminating proxy in front, or implement
 //!   [`Transport`] over your own HTTP stack).
 
-// `crate::Error` carries the peer's error object inline (about 150 bytes); errors are the
-// cold path here, so the size lint is silenced rather than boxing at every call site.
-#![allow(clippy::result_large_err)]
-
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;

@@ -17,10 +17,6 @@
 //! Shutdown ([`Transport::close`], or dropping the transport) closes the child's stdin, waits
 //! for it to exit, then sends `SIGTERM` (Unix) and finally kills it.
 
-// `crate::Error` carries the peer's error object inline (about 150 bytes); errors are the
-// cold path here, so the size lint is silenced rather than boxing at every call site.
-#![allow(clippy::result_large_err)]
-
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
