@@ -1115,3 +1115,35 @@ async fn completion_requests_carry_reference_argument_and_context() {
         .unwrap();
     assert_eq!(result.completion.values, ["Paris", "Par-1"]);
 }
+
+#[tokio::test]
+async fn calls_are_send_and_run_on_spawned_tasks() {
+    fn assert_send_sync<T: Send + Sync + 'static>(_: &T) {}
+    let client = answering().connect_memory(mcp_server(100)).await.unwrap();
+    assert_send_sync(&client);
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let r = client
+                    .call_tool(&format!("echo{}", i % 5), json!({"text": i.to_string()}))
+                    .await
+                    .unwrap();
+                assert_eq!(text(&r), i.to_string());
+                client.list_tools().await.unwrap().len()
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 6);
+    }
+    let mut sub = client
+        .subscribe(SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let next = tokio::spawn(async move { sub.next().await.map(|r| r.is_ok()) });
+    drop(next);
+}

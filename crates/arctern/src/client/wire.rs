@@ -157,13 +157,18 @@ pub(crate) enum Kind {
 
 /// Reads a result's `resultType`: absent means complete (older servers).
 pub(crate) fn result_kind(raw: &RawValue) -> Result<Kind> {
-    let peek: Peek<'_> = serde_json::from_str(raw.get()).map_err(|e| {
+    let not_object = || {
         Error::new(
             ErrorKind::Codec,
             "the server sent a result that is not an object",
         )
-        .with_source(e)
-    })?;
+    };
+    // A derived struct would also accept a JSON array.
+    if !raw.get().starts_with('{') {
+        return Err(not_object());
+    }
+    let peek: Peek<'_> =
+        serde_json::from_str(raw.get()).map_err(|e| not_object().with_source(e))?;
     Ok(match peek.result_type.as_deref() {
         None => Kind::Complete,
         Some(t) if t == ResultType::COMPLETE.as_str() => Kind::Complete,
