@@ -663,3 +663,57 @@ async fn concurrent_calls_share_a_small_pool() {
         .collect();
     assert_eq!(used.len(), 1, "sequential calls reuse one connection");
 }
+
+// ------------------------------------------------------------------ against the standalone server
+
+#[tokio::test]
+async fn mirrored_headers_agree_with_the_crates_own_server_validation() {
+    use arctern::server::{McpServer, RawArgs, ToolSpec};
+    use arctern::transport::http::HttpServer;
+
+    let server = McpServer::new("mirror")
+        .tool_spec(
+            ToolSpec::new("route")
+                .description("Routes by region.")
+                .input_schema(schema(json!({"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "shard": {"type": "integer", "x-mcp-header": "Shard"},
+                    "dry": {"type": "boolean", "x-mcp-header": "Dry"}
+                }}))),
+            |RawArgs(args): RawArgs| async move { serde_json::to_string(&args).unwrap() },
+        )
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = HttpServer::new(server.clone())
+        .listener(listener)
+        .listen()
+        .await
+        .unwrap();
+    let url = bound.url();
+    tokio::spawn(bound.serve());
+
+    let client = Client::builder().connect(&url).await.unwrap();
+    for region in [
+        "us-west1",
+        "  spaced  ",
+        "Zürich",
+        "=?base64?x?=",
+        "a\r\nb",
+        "",
+    ] {
+        let r = client
+            .call_tool(
+                "route",
+                json!({"region": region, "shard": -3, "dry": false}),
+            )
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{region:?}: {r:?}");
+    }
+    client
+        .call_tool("route", json!({"region": null}))
+        .await
+        .unwrap();
+    server.shutdown();
+}
