@@ -86,7 +86,6 @@ mod codec;
 mod digest;
 mod key;
 mod payload;
-mod poly1305;
 mod sealer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
