@@ -1,0 +1,880 @@
+//! The stdio server: reads messages line by line, serves each request in its own task, and
+//! writes every outgoing message through a single writer task.
+//!
+//! Data flow: the reading loop (the `serve_io` future itself) splits the input into lines and
+//! parses each one. Requests are spawned as tasks, registered by id so that
+//! `notifications/cancelled` can abort them; notifications and malformed lines are handled
+//! inline. Every task sends its serialized messages into one bounded channel, drained by a
+//! writer task that owns the output, so lines never interleave and the output is flushed
+//! only when the channel runs dry.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::ops::Range;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use arctern_types::jsonrpc::{
+    JsonRpcErrorResponse, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
+};
+use arctern_types::methods;
+use arctern_types::notifications::CancelledNotificationParams;
+use arctern_types::subscriptions::SubscriptionsListenResult;
+use arctern_types::{ErrorObject, RequestId};
+use bytes::Bytes;
+use futures::{FutureExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::server::{Handler, McpServer, Reply, RequestOrigin, Server, TransportKind};
+use crate::{Error, ErrorKind, Result};
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The default maximum length of one incoming line (one message): 4 MiB.
+pub const DEFAULT_MAX_LINE_LENGTH: usize = 4 * 1024 * 1024;
+
+/// The default number of requests served at once: 1024.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
+
+/// The default time in-flight requests get to finish once the input has ended: 5 seconds.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How much is read from the input at a time.
+const READ_CHUNK: usize = 64 * 1024;
+/// Size of the output buffer; larger messages are written straight through.
+const WRITE_BUFFER: usize = 64 * 1024;
+/// Outgoing messages queued before senders wait for the writer (backpressure from a client
+/// that reads slowly).
+const OUTBOX_CAPACITY: usize = 1024;
+/// Messages the writer takes off the queue at once.
+const WRITE_BATCH: usize = 64;
+/// How long the writer may take to flush what is queued once serving has ended; a client that
+/// stopped reading its end must not keep the server alive forever.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Shards of the in-flight map, so that the reading loop registering requests and finished
+/// tasks unregistering themselves rarely contend on one lock.
+const SHARDS: usize = 16;
+
+/// Serves a [`Server`] over stdio: newline-delimited JSON-RPC on stdin and stdout, or on any
+/// reader/writer pair.
+///
+/// - Each line is one message; `\r\n` line ends and blank lines are accepted. A line longer
+///   than [`max_line_length`](Self::max_line_length) is skipped without being buffered and
+///   answered with an id-less `-32600` error; malformed JSON gets `-32700`, and JSON that is
+///   not a single JSON-RPC message (a batch, wrong member types) gets `-32600`.
+/// - Each request runs in its own task, so a slow request never holds up others. At most
+///   [`max_in_flight`](Self::max_in_flight) requests run at once; at the limit, reading pauses
+///   until one finishes, which bounds the memory a fast-writing client can make the server use.
+///   `notifications/cancelled` stops the request it names (its handler future is dropped
+///   and nothing more is written for it), including a `subscriptions/listen` stream.
+/// - Request-scoped notifications (progress, log messages) and subscription notifications
+///   are written as they are produced.
+/// - At the end of the input (the client's shutdown signal) reading stops, open
+///   `subscriptions/listen` streams end gracefully with their final result, in-flight requests
+///   get the [`shutdown_grace`](Self::shutdown_grace) period to finish and are cancelled
+///   after it, the output is flushed, and serving returns `Ok`. [`Server::shutdown`] ends
+///   serving the same way.
+///
+/// Only MCP messages are ever written to the output; diagnostics go through [`tracing`].
+///
+/// ```no_run
+/// use arctern::server::{Args, McpServer};
+/// use arctern::transport::stdio::StdioServer;
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Echo { text: String }
+///
+/// # async fn run() -> arctern::Result<()> {
+/// let server = McpServer::new("echo")
+///     .tool("echo", "Echoes its input.", |Args(e): Args<Echo>| async move { e.text })
+///     .build()?;
+/// StdioServer::new(server).serve().await
+/// # }
+/// ```
+pub struct StdioServer<H> {
+    server: Server<H>,
+    max_line_length: usize,
+    max_in_flight: usize,
+    shutdown_grace: Duration,
+}
+
+impl<H> fmt::Debug for StdioServer<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioServer")
+            .field("max_line_length", &self.max_line_length)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Handler> StdioServer<H> {
+    /// A stdio transport for `server`, with the default limits and grace period.
+    pub fn new(server: Server<H>) -> Self {
+        StdioServer {
+            server,
+            max_line_length: DEFAULT_MAX_LINE_LENGTH,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+
+    /// The longest line (one message, without its line end) accepted, in bytes; default
+    /// [`DEFAULT_MAX_LINE_LENGTH`]. Longer lines are discarded as they arrive, so memory use
+    /// stays bounded by about this much, and answered with an id-less `-32600` error.
+    pub fn max_line_length(mut self, bytes: usize) -> Self {
+        self.max_line_length = bytes;
+        self
+    }
+
+    /// How many requests may be served at once (at least 1); default
+    /// [`DEFAULT_MAX_IN_FLIGHT`]. Open `subscriptions/listen` streams do not count.
+    ///
+    /// At the limit the server stops reading until a request finishes, so a
+    /// `notifications/cancelled` sent after the request that hit the limit is only seen
+    /// then.
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.max(1);
+        self
+    }
+
+    /// How long in-flight requests may run on after the input ends before they are
+    /// cancelled; default [`DEFAULT_SHUTDOWN_GRACE`].
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// The server being served.
+    pub fn server(&self) -> &Server<H> {
+        &self.server
+    }
+
+    /// Serves on the process's stdin and stdout until stdin ends (or [`Server::shutdown`] is
+    /// called).
+    ///
+    /// Tokio reads stdin on its blocking thread pool; if serving ends through
+    /// [`Server::shutdown`] while stdin is still open, that read stays pending until input
+    /// arrives or stdin closes, which can delay the runtime's own shutdown.
+    pub async fn serve(self) -> Result<()> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves on `reader` and `writer` until the reader reaches end of input (or
+    /// [`Server::shutdown`] is called).
+    ///
+    /// Returns `Ok` after a graceful end. Fails when reading or writing fails (the messages
+    /// already accepted are still drained first): with [`ErrorKind::Closed`] when the peer
+    /// closed its end of the output, with [`ErrorKind::Timeout`] when the peer stopped reading
+    /// and the remaining output could not be flushed, with [`ErrorKind::Io`] otherwise.
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> Result<()>
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
+        let mut writer_task = tokio::spawn(write_lines(rx, writer));
+        let mut conn = Connection {
+            server: self.server,
+            shared: Arc::new(Shared::new()),
+            closing: CancellationToken::new(),
+            tx,
+            generation: 0,
+            displaced: Vec::new(),
+            max_line_length: self.max_line_length,
+            permits: Arc::new(Semaphore::new(self.max_in_flight)),
+        };
+
+        let ended = conn.read_loop(reader).await;
+        let read_error = match ended {
+            Ended::WriterGone => {
+                // Nothing can be delivered any more: stop everything at once.
+                conn.abort_all();
+                None
+            }
+            Ended::Eof | Ended::Shutdown => {
+                conn.drain(self.shutdown_grace).await;
+                None
+            }
+            Ended::ReadFailed(e) => {
+                conn.drain(self.shutdown_grace).await;
+                Some(e)
+            }
+        };
+        // The writer ends once every sender is gone: ours here, the tasks' as they finish or
+        // are aborted.
+        drop(conn);
+        let written = match tokio::time::timeout(FLUSH_TIMEOUT, &mut writer_task).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(join)) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+            Ok(Err(_)) => Ok(()),
+            Err(_) => {
+                writer_task.abort();
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    "the peer stopped reading; undelivered output was dropped",
+                ));
+            }
+        };
+        if let Some(e) = read_error {
+            return Err(Error::new(ErrorKind::Io, "could not read the input").with_source(e));
+        }
+        written.map_err(|e| {
+            // A closed pipe means the client went away; let callers tell that from a failure.
+            let kind = match e.kind() {
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => ErrorKind::Closed,
+                _ => ErrorKind::Io,
+            };
+            Error::new(kind, "could not write the output").with_source(e)
+        })
+    }
+}
+
+impl<H: Handler> Server<H> {
+    /// Serves this server on the process's stdin and stdout until stdin ends; see
+    /// [`StdioServer`] for the details and for tuning.
+    pub async fn serve_stdio(self) -> Result<()> {
+        StdioServer::new(self).serve().await
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> McpServer<S> {
+    /// Builds the server and serves it on the process's stdin and stdout until stdin ends;
+    /// see [`StdioServer`]. Handlers that could not be registered are reported as an
+    /// [`ErrorKind::Config`] error before anything is read.
+    pub async fn serve_stdio(self) -> Result<()> {
+        self.build()?.serve_stdio().await
+    }
+}
+
+/// Why the reading loop stopped.
+enum Ended {
+    /// The input ended.
+    Eof,
+    /// [`Server::shutdown`] was called.
+    Shutdown,
+    /// Reading failed.
+    ReadFailed(io::Error),
+    /// The writer failed, so nothing more can be sent.
+    WriterGone,
+}
+
+/// One served connection, owned by the reading loop.
+struct Connection<H> {
+    server: Server<H>,
+    shared: Arc<Shared>,
+    /// Cancelled when serving ends, to close open subscription streams gracefully.
+    closing: CancellationToken,
+    tx: mpsc::Sender<Bytes>,
+    /// Tells a request's map entry from a later one that reused its id.
+    generation: u64,
+    /// Tasks whose id a later request reused (a client bug); still aborted at shutdown.
+    displaced: Vec<AbortHandle>,
+    max_line_length: usize,
+    /// One per request being served (subscriptions excepted).
+    permits: Arc<Semaphore>,
+}
+
+impl<H> Connection<H> {
+    /// Aborts every task still running; returns how many were registered.
+    fn abort_all(&mut self) -> usize {
+        let mut count = 0;
+        for shard in &self.shared.in_flight {
+            let mut map = shard.lock().unwrap_or_else(PoisonError::into_inner);
+            for (_, entry) in map.drain() {
+                entry.abort.abort();
+                count += 1;
+            }
+        }
+        for handle in self.displaced.drain(..) {
+            handle.abort();
+        }
+        count
+    }
+}
+
+impl<H> Drop for Connection<H> {
+    fn drop(&mut self) {
+        // Normally everything has finished by now. If the `serve_io` future itself was
+        // dropped, the tasks must not outlive it (an open subscription would run forever).
+        self.abort_all();
+    }
+}
+
+/// State shared between the reading loop and the request tasks.
+struct Shared {
+    in_flight: [Mutex<HashMap<RequestId, Entry>>; SHARDS],
+    /// Request tasks not yet finished.
+    active: AtomicUsize,
+    /// Signalled when `active` drops to zero.
+    idle: Notify,
+}
+
+struct Entry {
+    generation: u64,
+    abort: AbortHandle,
+}
+
+impl Shared {
+    fn new() -> Self {
+        Shared {
+            in_flight: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            active: AtomicUsize::new(0),
+            idle: Notify::new(),
+        }
+    }
+
+    fn shard(&self, id: &RequestId) -> MutexGuard<'_, HashMap<RequestId, Entry>> {
+        let hash = match id {
+            // Consecutive integer ids, the usual case, spread evenly.
+            RequestId::Number(n) => *n as u64,
+            // FNV-1a: a fast, good enough spread for string ids.
+            RequestId::String(s) => s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            }),
+        };
+        self.in_flight[(hash % SHARDS as u64) as usize]
+            .lock()
+            // The critical sections never panic; a poisoned map is still consistent.
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn wait_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            // Register before checking, so a task finishing in between is not missed.
+            notified.as_mut().enable();
+            if self.active.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Owned by a request task: unregisters it when the task ends, however it ends (finished,
+/// aborted by a cancellation, or aborted at shutdown).
+struct TaskGuard {
+    shared: Arc<Shared>,
+    id: RequestId,
+    generation: u64,
+    /// Returned when the task ends.
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        {
+            let mut shard = self.shared.shard(&self.id);
+            if let Some(entry) = shard.remove(&self.id)
+                && entry.generation != self.generation
+            {
+                // A later request reused the id; its entry stays.
+                shard.insert(self.id.clone(), entry);
+            }
+        }
+        if self.shared.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.idle.notify_waiters();
+        }
+    }
+}
+
+impl<H: Handler> Connection<H> {
+    async fn read_loop<R: AsyncRead + Unpin>(&mut self, mut reader: R) -> Ended {
+        let mut framer = Framer::new(self.max_line_length);
+        let server = self.server.clone();
+        let shutdown = server.shutdown_token().cancelled();
+        tokio::pin!(shutdown);
+        loop {
+            while let Some(frame) = framer.next_frame() {
+                self.dispatch(frame, &framer.buf).await;
+            }
+            framer.make_room();
+            tokio::select! {
+                biased;
+                () = &mut shutdown => return Ended::Shutdown,
+                () = self.tx.closed() => return Ended::WriterGone,
+                read = reader.read_buf(&mut framer.buf) => match read {
+                    Ok(0) => {
+                        // A last line without a line end still counts.
+                        if let Some(frame) = framer.finish() {
+                            self.dispatch(frame, &framer.buf).await;
+                        }
+                        return Ended::Eof;
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Ended::ReadFailed(e),
+                },
+            }
+        }
+    }
+
+    async fn dispatch(&mut self, frame: Frame, buf: &[u8]) {
+        let line = match frame {
+            Frame::Line(range) => &buf[range],
+            Frame::TooLong => {
+                let max = self.max_line_length;
+                tracing::debug!(max, "discarded a line over the length limit");
+                let error = ErrorObject::invalid_request(format!(
+                    "Message too large: a line may hold at most {max} bytes"
+                ));
+                self.send_error(None, error).await;
+                return;
+            }
+        };
+        match JsonRpcMessage::from_slice(line) {
+            Ok(JsonRpcMessage::Request(request)) => self.spawn_request(request).await,
+            Ok(JsonRpcMessage::Notification(note)) => {
+                if note.method == methods::NOTIFICATIONS_CANCELLED {
+                    self.cancel(&note);
+                }
+                // The engine sees every notification too (it logs those it ignores).
+                let reply = self
+                    .server
+                    .handle(JsonRpcMessage::Notification(note), origin())
+                    .await;
+                self.send_inline(reply).await;
+            }
+            Ok(other) => {
+                // A response from the client: the engine answers it with an error.
+                let reply = self.server.handle(other, origin()).await;
+                self.send_inline(reply).await;
+            }
+            Err(e) => {
+                tracing::debug!(code = e.error.code.0, message = %e.error.message, "rejected a malformed line");
+                self.send_error(e.id, e.error).await;
+            }
+        }
+    }
+
+    async fn spawn_request(&mut self, request: JsonRpcRequest) {
+        let closing =
+            (request.method == methods::SUBSCRIPTIONS_LISTEN).then(|| self.closing.clone());
+        let permit = match closing {
+            Some(_) => None,
+            None => self.permit().await,
+        };
+        self.generation += 1;
+        let generation = self.generation;
+        let id = request.id.clone();
+        self.shared.active.fetch_add(1, Ordering::AcqRel);
+        let guard = TaskGuard {
+            shared: self.shared.clone(),
+            id: id.clone(),
+            generation,
+            _permit: permit,
+        };
+        // The engine's future is large; boxing it once here keeps the task's own future small,
+        // so spawning does not copy it around.
+        let server = self.server.clone();
+        let reply: BoxFuture<Reply> = Box::pin(async move {
+            server
+                .handle(JsonRpcMessage::Request(request), origin())
+                .await
+        });
+        let task = serve_request(self.server.clone(), reply, self.tx.clone(), guard, closing);
+        // Spawn while holding the shard lock: the task's guard needs the same lock to
+        // unregister, so it can never run before the entry exists.
+        let mut shard = self.shared.shard(&id);
+        let handle = tokio::spawn(task);
+        let previous = shard.insert(
+            id,
+            Entry {
+                generation,
+                abort: handle.abort_handle(),
+            },
+        );
+        drop(shard);
+        if let Some(previous) = previous {
+            tracing::warn!("a request reused the id of a request that is still in flight");
+            if self.displaced.len() >= 64 {
+                self.displaced.retain(|h| !h.is_finished());
+            }
+            self.displaced.push(previous.abort);
+        }
+    }
+
+    /// A slot for one more request; waits (and so pauses reading) at the limit.
+    async fn permit(&self) -> Option<OwnedSemaphorePermit> {
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        tracing::trace!("at the in-flight limit; reading pauses");
+        tokio::select! {
+            permit = self.permits.clone().acquire_owned() => permit.ok(),
+            // Shutting down: serve it anyway, the drain bounds it.
+            () = self.server.shutdown_token().cancelled() => None,
+        }
+    }
+
+    fn cancel(&mut self, note: &JsonRpcNotification) {
+        let Some(params) = note
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok())
+        else {
+            // Malformed cancellations are ignored (the engine logs them).
+            return;
+        };
+        let entry = self
+            .shared
+            .shard(&params.request_id)
+            .remove(&params.request_id);
+        match entry {
+            Some(entry) => {
+                // Dropping the task drops the handler's future (or the subscription stream);
+                // its guard unregisters it and nothing more is written for it.
+                entry.abort.abort();
+                tracing::debug!(id = %params.request_id, reason = ?params.reason, "cancelled a request");
+            }
+            None => tracing::debug!(
+                id = %params.request_id,
+                "ignored a cancellation of a request that is not in flight"
+            ),
+        }
+    }
+
+    async fn send_inline(&self, reply: Reply) {
+        match reply {
+            Reply::Message { body, .. } => self.send(body).await,
+            Reply::Accepted => {}
+            // Only requests are answered with streams.
+            Reply::Stream(_) => tracing::warn!("dropped a stream answering a non-request"),
+        }
+    }
+
+    async fn send_error(&self, id: Option<RequestId>, error: ErrorObject) {
+        match serde_json::to_vec(&JsonRpcErrorResponse::new(id, error)) {
+            Ok(bytes) => self.send(Bytes::from(bytes)).await,
+            Err(e) => tracing::error!(error = %e, "could not serialize an error response"),
+        }
+    }
+
+    async fn send(&self, bytes: Bytes) {
+        // A failure means the writer is gone; the reading loop notices and stops.
+        let _ = self.tx.send(bytes).await;
+    }
+
+    /// Ends open subscriptions gracefully and gives in-flight requests the grace period.
+    async fn drain(&mut self, grace: Duration) {
+        self.closing.cancel();
+        if tokio::time::timeout(grace, self.shared.wait_idle())
+            .await
+            .is_err()
+        {
+            let cancelled = self.abort_all();
+            tracing::debug!(
+                cancelled,
+                "cancelled the requests still running after the shutdown grace period"
+            );
+        }
+    }
+}
+
+fn origin() -> RequestOrigin {
+    RequestOrigin::new(TransportKind::Stdio)
+}
+
+/// Serves one request and writes everything it produces.
+async fn serve_request<H: Handler>(
+    server: Server<H>,
+    reply: BoxFuture<Reply>,
+    tx: mpsc::Sender<Bytes>,
+    guard: TaskGuard,
+    closing: Option<CancellationToken>,
+) {
+    let forwarded = AssertUnwindSafe(forward(&server, reply, &tx, &guard.id, closing))
+        .catch_unwind()
+        .await;
+    if forwarded.is_err() {
+        // Nothing final was written (a panic cannot follow the last message), so the client
+        // would wait forever without this answer.
+        tracing::error!(id = %guard.id, "a request handler panicked");
+        let error = ErrorObject::internal_error("Internal error: the request handler panicked");
+        if let Ok(bytes) =
+            serde_json::to_vec(&JsonRpcErrorResponse::new(Some(guard.id.clone()), error))
+        {
+            let _ = tx.send(Bytes::from(bytes)).await;
+        }
+    }
+    // Unregistered only now, after its last message is queued.
+    drop(guard);
+}
+
+async fn forward<H: Handler>(
+    server: &Server<H>,
+    reply: BoxFuture<Reply>,
+    tx: &mpsc::Sender<Bytes>,
+    id: &RequestId,
+    closing: Option<CancellationToken>,
+) {
+    match reply.await {
+        Reply::Message { body, .. } => {
+            let _ = tx.send(body).await;
+        }
+        Reply::Accepted => {}
+        Reply::Stream(mut stream) => match closing {
+            None => {
+                while let Some(message) = stream.next().await {
+                    if tx.send(message).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            // A subscription: runs until the client cancels it (the task is aborted), the
+            // server shuts down (the engine ends the stream with its final result), or this
+            // connection closes.
+            Some(closing) => loop {
+                tokio::select! {
+                    // The stream first: once the engine has yielded its own final result the
+                    // stream is at its end, so a final result is never written twice.
+                    biased;
+                    message = stream.next() => match message {
+                        Some(message) => {
+                            if tx.send(message).await.is_err() {
+                                break;
+                            }
+                        }
+                        None => break,
+                    },
+                    () = closing.cancelled() => {
+                        drop(stream);
+                        if let Some(last) = listen_complete(server, id) {
+                            let _ = tx.send(last).await;
+                        }
+                        break;
+                    }
+                }
+            },
+        },
+    }
+}
+
+/// The graceful final result of a subscription this transport ends, the same one the engine
+/// sends when the server shuts down.
+fn listen_complete<H: Handler>(server: &Server<H>, id: &RequestId) -> Option<Bytes> {
+    let config = server.config();
+    let mut result = SubscriptionsListenResult::new(id.clone());
+    if config.stamp_server_info {
+        result.meta.server_info = Some(config.info.clone());
+    }
+    match serde_json::to_vec(&JsonRpcResponse::new(id.clone(), result)) {
+        Ok(bytes) => Some(Bytes::from(bytes)),
+        Err(e) => {
+            tracing::error!(error = %e, "could not serialize a subscription's final result");
+            None
+        }
+    }
+}
+
+/// Writes queued messages, one per line, flushing whenever the queue runs dry.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut rx: mpsc::Receiver<Bytes>,
+    writer: W,
+) -> io::Result<()> {
+    let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    while rx.recv_many(&mut batch, WRITE_BATCH).await > 0 {
+        for message in batch.drain(..) {
+            write_line(&mut out, &message).await?;
+        }
+        if rx.is_empty() {
+            out.flush().await?;
+        }
+    }
+    out.flush().await?;
+    out.shutdown().await
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(
+    out: &mut BufWriter<W>,
+    message: &[u8],
+) -> io::Result<()> {
+    if message.is_empty() {
+        return Ok(());
+    }
+    if message.contains(&b'\n') || message.contains(&b'\r') {
+        // JSON allows raw line breaks only as whitespace between tokens (inside strings they
+        // are escaped), so blanking them keeps the message's meaning and keeps it on one line.
+        let flat: Vec<u8> = message
+            .iter()
+            .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+            .collect();
+        out.write_all(&flat).await?;
+    } else {
+        out.write_all(message).await?;
+    }
+    out.write_all(b"\n").await
+}
+
+/// What the framer found in the buffered input.
+enum Frame {
+    /// A complete, non-blank line (its range in the buffer, line end excluded).
+    Line(Range<usize>),
+    /// A line over the length limit, already discarded.
+    TooLong,
+}
+
+/// Splits buffered input into lines, reusing one buffer, and skips over-long lines without
+/// holding them in memory.
+struct Framer {
+    buf: Vec<u8>,
+    /// Start of the current (incomplete) line.
+    start: usize,
+    /// Everything before this index has been searched for a newline.
+    scanned: usize,
+    max: usize,
+    /// Inside an over-long line: drop input up to the next newline.
+    discarding: bool,
+}
+
+impl Framer {
+    fn new(max: usize) -> Self {
+        Framer {
+            buf: Vec::with_capacity(READ_CHUNK),
+            start: 0,
+            scanned: 0,
+            max,
+            discarding: false,
+        }
+    }
+
+    /// The next complete line in the buffer, if any.
+    fn next_frame(&mut self) -> Option<Frame> {
+        loop {
+            let Some(offset) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
+                self.scanned = self.buf.len();
+                // `+ 1` leaves room for the `\r` of a `\r\n` line end still to come.
+                if self.discarding || self.buf.len() - self.start > self.max.saturating_add(1) {
+                    self.discarding = true;
+                    self.buf.clear();
+                    self.start = 0;
+                    self.scanned = 0;
+                }
+                return None;
+            };
+            let newline = self.scanned + offset;
+            let start = self.start;
+            self.start = newline + 1;
+            self.scanned = newline + 1;
+            if std::mem::take(&mut self.discarding) {
+                return Some(Frame::TooLong);
+            }
+            if let Some(frame) = self.frame(start, newline) {
+                return Some(frame);
+            }
+        }
+    }
+
+    /// At the end of the input: the last line, when it had no line end.
+    fn finish(&mut self) -> Option<Frame> {
+        let (start, end) = (self.start, self.buf.len());
+        self.start = end;
+        self.scanned = end;
+        if std::mem::take(&mut self.discarding) {
+            return Some(Frame::TooLong);
+        }
+        self.frame(start, end)
+    }
+
+    fn frame(&self, start: usize, mut end: usize) -> Option<Frame> {
+        if end > start && self.buf[end - 1] == b'\r' {
+            end -= 1;
+        }
+        let line = &self.buf[start..end];
+        if line.len() > self.max {
+            Some(Frame::TooLong)
+        } else if line.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            Some(Frame::Line(start..end))
+        }
+    }
+
+    /// Drops consumed lines and makes room for the next read.
+    fn make_room(&mut self) {
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.scanned = 0;
+        } else if self.start > 0 {
+            // Only the tail of one partial line moves.
+            self.buf.drain(..self.start);
+            self.scanned -= self.start;
+        }
+        self.start = 0;
+        if self.buf.capacity() > 4 * READ_CHUNK && self.buf.len() <= READ_CHUNK {
+            // Give back the memory a very large message needed.
+            self.buf.shrink_to(2 * READ_CHUNK);
+        }
+        self.buf.reserve(READ_CHUNK);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(max: usize, chunks: &[&[u8]]) -> Vec<Option<String>> {
+        let mut framer = Framer::new(max);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            framer.make_room();
+            framer.buf.extend_from_slice(chunk);
+            while let Some(frame) = framer.next_frame() {
+                out.push(match frame {
+                    Frame::Line(r) => Some(String::from_utf8(framer.buf[r].to_vec()).unwrap()),
+                    Frame::TooLong => None,
+                });
+            }
+        }
+        if let Some(frame) = framer.finish() {
+            out.push(match frame {
+                Frame::Line(r) => Some(String::from_utf8(framer.buf[r].to_vec()).unwrap()),
+                Frame::TooLong => None,
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_across_chunks() {
+        assert_eq!(
+            frames(
+                100,
+                &[b"{\"a\"", b":1}\r\n\n  \r\n{\"b\":2}\n{\"c\"", b":3}"]
+            ),
+            vec![
+                Some("{\"a\":1}".into()),
+                Some("{\"b\":2}".into()),
+                Some("{\"c\":3}".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn discards_long_lines_without_buffering_them() {
+        let long = vec![b'x'; 50];
+        let out = frames(
+            10,
+            &[&long, &long, b"xx\n{}\n", b"0123456789\r\n01234567890\n"],
+        );
+        assert_eq!(
+            out,
+            vec![None, Some("{}".into()), Some("0123456789".into()), None]
+        );
+        let mut framer = Framer::new(10);
+        framer.make_room();
+        framer.buf.extend_from_slice(&long);
+        assert!(framer.next_frame().is_none());
+        assert!(framer.buf.is_empty(), "an over-long line is not kept");
+        assert_eq!(frames(10, &[&long]), vec![None]);
+    }
+}
