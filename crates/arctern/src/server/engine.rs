@@ -537,11 +537,16 @@ impl<H: Handler> Server<H> {
             Ok(v) => v,
             Err(r) => return self.reject(Some(id), r),
         };
+        // Cancels the request's token if the reply is dropped before it is done (the client
+        // went away or cancelled), so work the handler spawned hears about it too.
+        let cancel_on_drop = ctx.inner.cancel.clone().drop_guard();
         let fut = call(self.clone(), ctx, params);
         let this = self.clone();
         let cache = self.cache_hint(method);
         let response = async move {
-            match fut.await {
+            let outcome = fut.await;
+            cancel_on_drop.disarm();
+            match outcome {
                 Ok(mut result) => {
                     if let Some(hint) = cache {
                         result.apply_cache_hint(hint);
@@ -586,11 +591,14 @@ impl<H: Handler> Server<H> {
             Ok(binding) => binding,
             Err(r) => return self.reject(Some(id), r),
         };
+        let cancel_on_drop = ctx.inner.cancel.clone().drop_guard();
         let fut = call(self.clone(), ctx.clone(), params);
         let this = self.clone();
         let cache = self.cache_hint(method);
         let response = async move {
-            match fut.await {
+            let outcome = fut.await;
+            cancel_on_drop.disarm();
+            match outcome {
                 Ok(Outcome::Complete(mut result)) => {
                     if let Some(hint) = cache {
                         result.apply_cache_hint(hint);
