@@ -1,24 +1,4 @@
 //! `McpServer`: a high-level server built from plain async functions.
-//!
-//! ```no_run
-//! use arctern::server::{McpServer, Args};
-//! use schemars::JsonSchema;
-//! use serde::Deserialize;
-//!
-//! #[derive(Deserialize, JsonSchema)]
-//! struct Echo { text: String }
-//!
-//! async fn echo(Args(e): Args<Echo>) -> String {
-//!     e.text
-//! }
-//!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = McpServer::new("echo-server")
-//!     .version("1.0.0")
-//!     .tool("echo", "Echoes its text.", echo)
-//!     .build()?;
-//! # let _ = server; Ok(()) }
-//! ```
 
 mod completion;
 mod extract;
@@ -131,7 +111,28 @@ pub(crate) fn validate_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds a server from async functions. See the [module documentation](self).
+/// Builds a server from plain async functions: tools, prompts, resources and resource
+/// templates whose parameters are extractors (see [`FromCall`]).
+///
+/// ```no_run
+/// use arctern::server::{McpServer, Args};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Echo { text: String }
+///
+/// async fn echo(Args(e): Args<Echo>) -> String {
+///     e.text
+/// }
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = McpServer::new("echo-server")
+///     .version("1.0.0")
+///     .tool("echo", "Echoes its text.", echo)
+///     .build()?;
+/// # let _ = server; Ok(()) }
+/// ```
 ///
 /// `S` is shared state handed to handlers through the [`State`] extractor; set it with
 /// [`McpServer::with_state`].
