@@ -662,6 +662,19 @@ async fn concurrent_calls_share_a_small_pool() {
         .map(|c| c.connection)
         .collect();
     assert_eq!(used.len(), 1, "sequential calls reuse one connection");
+
+    // A connection limit makes bursts wait instead of opening more.
+    let rec = serve(header_server(HeaderServer::default()), HttpConfig::new()).await;
+    let transport = HttpTransport::builder(&rec.url)
+        .max_connections(2)
+        .build()
+        .unwrap();
+    let client = Client::builder().connect_with(transport).await.unwrap();
+    let calls = (0..16).map(|_| client.call_tool("valid_tool", Value::Null));
+    for r in futures::future::join_all(calls).await {
+        r.unwrap();
+    }
+    assert!(rec.connections.load(Ordering::SeqCst) <= 2);
 }
 
 // ------------------------------------------------------------------ against the standalone server

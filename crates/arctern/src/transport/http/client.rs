@@ -35,6 +35,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use serde_json::value::RawValue;
 use tokio::net::TcpStream;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
@@ -50,6 +51,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How many idle connections the pool keeps by default.
 pub const DEFAULT_MAX_IDLE: usize = 64;
+/// How many connections (busy or idle) the transport opens at most by default; further
+/// requests wait for one to come free.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
 
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
@@ -94,6 +98,7 @@ pub struct HttpTransportBuilder {
     connect_timeout: Duration,
     idle_timeout: Duration,
     max_idle: usize,
+    max_connections: usize,
 }
 
 impl HttpTransportBuilder {
@@ -128,6 +133,13 @@ impl HttpTransportBuilder {
     /// How many idle connections are kept for reuse.
     pub fn max_idle(mut self, connections: usize) -> Self {
         self.max_idle = connections;
+        self
+    }
+
+    /// How many connections may be open at once (busy or idle); requests beyond that wait
+    /// for a connection to come free. Long-lived subscriptions hold theirs.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
         self
     }
 
@@ -185,6 +197,8 @@ impl HttpTransportBuilder {
                 idle_timeout: self.idle_timeout,
                 max_idle: self.max_idle,
                 pool: Mutex::new(Vec::new()),
+                permits: Arc::new(Semaphore::new(self.max_connections)),
+                returned: Notify::new(),
                 closed: CancellationToken::new(),
             }),
         })
@@ -206,6 +220,7 @@ impl HttpTransport {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_idle: DEFAULT_MAX_IDLE,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -222,6 +237,10 @@ struct Inner {
     idle_timeout: Duration,
     max_idle: usize,
     pool: Mutex<Vec<Idle>>,
+    /// One per open connection.
+    permits: Arc<Semaphore>,
+    /// Signalled when a connection goes back to the pool.
+    returned: Notify,
     closed: CancellationToken,
 }
 
@@ -238,6 +257,7 @@ impl Drop for AbortOnDrop {
 struct Conn {
     sender: SendRequest<Full<Bytes>>,
     _task: AbortOnDrop,
+    _permit: OwnedSemaphorePermit,
 }
 
 struct Idle {
@@ -270,10 +290,37 @@ impl Inner {
                 conn,
                 since: Instant::now(),
             });
+            drop(pool);
+            self.returned.notify_one();
         }
     }
 
-    async fn connect(&self) -> Result<Conn> {
+    /// A pooled connection, or a new one once the connection limit allows it.
+    async fn acquire(&self) -> Result<(Conn, bool)> {
+        loop {
+            let returned = self.returned.notified();
+            tokio::pin!(returned);
+            returned.as_mut().enable();
+            if let Some(conn) = self.checkout() {
+                return Ok((conn, true));
+            }
+            if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+                return Ok((self.connect(permit).await?, false));
+            }
+            tokio::select! {
+                () = &mut returned => {}
+                permit = self.permits.clone().acquire_owned() => {
+                    let permit = permit.map_err(|_| Error::new(ErrorKind::Closed, "the transport is closed"))?;
+                    return Ok((self.connect(permit).await?, false));
+                }
+                () = self.closed.cancelled() => {
+                    return Err(Error::new(ErrorKind::Closed, "the transport is closed"));
+                }
+            }
+        }
+    }
+
+    async fn connect(&self, permit: OwnedSemaphorePermit) -> Result<Conn> {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
             .await
             .map_err(|e| transport_error(format!("cannot resolve {}", self.host)).with_source(e))?
@@ -296,6 +343,7 @@ impl Inner {
                     return Ok(Conn {
                         sender,
                         _task: AbortOnDrop(task),
+                        _permit: permit,
                     });
                 }
                 Ok(Err(e)) => last = Some(Error::from(e)),
@@ -340,12 +388,7 @@ impl Inner {
         let mut tries = 0;
         loop {
             tries += 1;
-            let pooled = self.checkout();
-            let reused = pooled.is_some();
-            let mut conn = match pooled {
-                Some(conn) => conn,
-                None => self.connect().await?,
-            };
+            let (mut conn, reused) = self.acquire().await?;
             if let Err(e) = conn.sender.ready().await {
                 if reused && tries < 8 {
                     continue;
