@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust test suites, then the official MCP conformance
-# suite against the fixture server (2026-07-28 wire). Tools it needs (the pinned conformance
-# suite) are installed on first use into a cache outside the checkout.
+# suite against the fixture server and the fixture client (2026-07-28 wire). Tools it needs
+# (the pinned conformance suite) are installed on first use into a cache outside the checkout.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    Rust tests only
@@ -19,3 +19,6 @@ cargo test --workspace --doc
 
 echo "== conformance: server leg, 2026-07-28 wire"
 scripts/conformance.sh server 2026-07-28
+
+echo "== conformance: client leg, 2026-07-28 wire"
+scripts/conformance.sh client 2026-07-28

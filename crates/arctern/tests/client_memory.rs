@@ -671,6 +671,36 @@ async fn unsupported_version_errors_retry_with_a_listed_version() {
     assert_eq!(client.protocol_version(), "2026-07-28");
 }
 
+#[tokio::test]
+async fn a_refused_version_the_server_still_lists_is_retried_once() {
+    let refusal = json!({"code": -32022, "message": "Unsupported protocol version",
+                         "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}});
+    let (transport, sent) = Canned::new(vec![
+        refusal.clone(),
+        json!({"content": []}),
+        refusal.clone(),
+        refusal,
+    ]);
+    let client = Client::builder().discover(false).build(transport).unwrap();
+    client.call_tool("a", Value::Null).await.unwrap();
+    {
+        let sent = sent.lock().unwrap();
+        assert_eq!(sent.len(), 2);
+        for request in sent.iter() {
+            assert_eq!(
+                request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+                "2026-07-28"
+            );
+        }
+        assert_ne!(sent[0]["id"], sent[1]["id"]);
+    }
+
+    // A second refusal in a row is the caller's error, not a loop.
+    let err = client.call_tool("b", Value::Null).await.unwrap_err();
+    assert_eq!(err.protocol_error().unwrap().code.0, -32022);
+    assert_eq!(sent.lock().unwrap().len(), 4);
+}
+
 // ------------------------------------------------------------------ negotiation with a real server
 
 #[tokio::test]

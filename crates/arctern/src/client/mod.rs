@@ -36,8 +36,9 @@
 //! By default the client sends `server/discover` when it connects and adopts the newest
 //! version both sides support ([`Client::protocol_version`], [`Client::server_info`],
 //! [`Client::server_capabilities`]). Whenever a server answers `-32022` the client retries
-//! once with a version from the error's `supported` list. When nothing matches, the error
-//! has kind [`ErrorKind::Version`] and details in [`VersionError`].
+//! once with the preferred version of the error's `supported` list — even the one just
+//! refused, if the server lists it. When nothing matches, the error has kind
+//! [`ErrorKind::Version`] and details in [`VersionError`].
 //!
 //! # Multi round-trip requests
 //!
@@ -300,11 +301,8 @@ impl Client {
                         let obj = e.protocol_error().cloned().unwrap_or_else(|| {
                             ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "")
                         });
-                        let version = negotiate::on_unsupported_version(
-                            &obj,
-                            &negotiated.version,
-                            &self.inner.versions,
-                        )?;
+                        let version =
+                            negotiate::on_unsupported_version(&obj, &self.inner.versions)?;
                         tracing::debug!(%version, "retrying with another protocol version");
                         self.set_negotiated(negotiated.at(version));
                         continue;

@@ -110,16 +110,17 @@ fn legacy_note(theirs: &[String]) -> Option<String> {
 }
 
 /// What a `-32022` answer tells: the version to retry with, or the error to give up with.
+///
+/// The retry may use the very version that was refused when the server lists it as
+/// supported: the refusal then came from something transient (another node behind a load
+/// balancer, a proxy, a deployment in progress), and the caller retries only once, so this
+/// cannot loop.
 pub(crate) fn on_unsupported_version(
     error: &ErrorObject,
-    current: &ProtocolVersion,
     ours: &[ProtocolVersion],
 ) -> Result<ProtocolVersion, Error> {
     let theirs = error.supported_versions().unwrap_or_default();
-    match pick(ours, &theirs) {
-        Some(v) if &v != current => Ok(v),
-        _ => Err(mismatch(ours, &theirs, legacy_note(&theirs))),
-    }
+    pick(ours, &theirs).ok_or_else(|| mismatch(ours, &theirs, legacy_note(&theirs)))
 }
 
 /// How a server looked when a probe (`server/discover`) failed.
@@ -165,10 +166,16 @@ mod tests {
         assert_eq!(pick(&ours, &["2025-11-25".into()]), None);
         let err = ErrorObject::unsupported_protocol_version(&["2026-07-28"], "2027-01-01");
         assert_eq!(
-            on_unsupported_version(&err, &ours[0], &ours).unwrap(),
+            on_unsupported_version(&err, &ours).unwrap(),
             ProtocolVersion::V2026_07_28
         );
-        // Retrying with the version that was just refused would loop.
-        assert!(on_unsupported_version(&err, &ours[1], &ours).is_err());
+        // A refused version the server still lists is retried (once, by the caller).
+        let err = ErrorObject::unsupported_protocol_version(&["2026-07-28"], "2026-07-28");
+        assert_eq!(
+            on_unsupported_version(&err, &ours).unwrap(),
+            ProtocolVersion::V2026_07_28
+        );
+        let err = ErrorObject::unsupported_protocol_version(&["2025-11-25"], "2026-07-28");
+        assert!(on_unsupported_version(&err, &ours).is_err());
     }
 }
