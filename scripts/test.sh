@@ -11,6 +11,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
+echo "== Python reference SDK (mcp 2.3.0) for the interop tests"
+ARCTERN_PYTHON="$(scripts/python-env.sh)"
+# Here a missing virtualenv fails the interop tests instead of skipping them.
+export ARCTERN_PYTHON ARCTERN_REQUIRE_PYTHON=1
+
 echo "== cargo test"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
