@@ -43,6 +43,12 @@
 //! `ClientRequest`, `ServerNotification`, … are in [`methods`], which also links every method to
 //! its params and result types.
 //!
+//! # Legacy revisions
+//!
+//! The 2025-11-25 and 2025-06-18 revisions share most of these types. What only they have (the
+//! `initialize` handshake, session-scoped methods, server→client requests, legacy error codes)
+//! is in [`legacy`], with [`legacy::to_legacy_result`] to write a result in the legacy shape.
+//!
 //! [arctern]: https://docs.rs/arctern
 
 pub mod base;
@@ -52,8 +58,10 @@ pub mod content;
 pub mod discover;
 pub mod elicitation;
 pub mod error;
+pub mod headers;
 pub mod implementation;
 pub mod jsonrpc;
+pub mod legacy;
 pub mod logging;
 pub mod meta;
 pub mod methods;

@@ -128,27 +128,35 @@ async fn dropping_the_reply_cancels_the_request_token() {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let tx = Arc::new(Mutex::new(Some(tx)));
     let server = McpServer::new("cancel")
-        .tool("wait", "Waits forever.", move |ctx: arctern::server::RequestContext| {
-            let tx = tx.clone();
-            async move {
-                let token = ctx.cancellation().clone();
-                tokio::spawn(async move {
-                    token.cancelled().await;
-                    if let Some(tx) = tx.lock().unwrap().take() {
-                        let _ = tx.send(());
-                    }
-                });
-                std::future::pending::<()>().await;
-                String::new()
-            }
-        })
+        .tool(
+            "wait",
+            "Waits forever.",
+            move |ctx: arctern::server::RequestContext| {
+                let tx = tx.clone();
+                async move {
+                    let token = ctx.cancellation().clone();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        if let Some(tx) = tx.lock().unwrap().take() {
+                            let _ = tx.send(());
+                        }
+                    });
+                    std::future::pending::<()>().await;
+                    String::new()
+                }
+            },
+        )
         .build()
         .unwrap();
     let body = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
         "params":{"name":"wait","_meta": meta()}}))
     .unwrap();
     let call = server.handle_bytes(&body, RequestOrigin::new(TransportKind::Memory));
-    assert!(tokio::time::timeout(std::time::Duration::from_millis(50), call).await.is_err());
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(50), call)
+            .await
+            .is_err()
+    );
     tokio::time::timeout(std::time::Duration::from_secs(5), rx)
         .await
         .expect("the spawned work hears the cancellation")

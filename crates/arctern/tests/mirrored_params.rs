@@ -166,7 +166,7 @@ fn invalid_annotations_fail_registration() {
         .unwrap_err();
     assert!(err.to_string().contains("x-mcp-header \"Ratio\""), "{err}");
 
-    let found = MirroredParam::from_input_schema(
+    let found = arctern::types::headers::mirrored_params(
         json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}})
             .as_object()
             .unwrap(),

@@ -138,7 +138,7 @@ pub trait Handler: Send + Sync + 'static {
 
     /// The arguments of tool `tool` that clients mirror into `Mcp-Param-{Name}` HTTP headers
     /// (the `x-mcp-header` annotations of its `inputSchema`; see
-    /// [`MirroredParam::from_input_schema`]). Before [`call_tool`](Self::call_tool) runs on an
+    /// [`mirrored_params`](arctern_types::headers::mirrored_params)). Before [`call_tool`](Self::call_tool) runs on an
     /// HTTP request, the server checks each such header against the arguments and answers a
     /// mismatch with HTTP 400 and `-32020`. Called once per `tools/call`, so keep it a cheap
     /// lookup. The default declares none.

@@ -283,7 +283,7 @@ where
         tool.output_schema = describe.output_schema;
     }
     // Clients drop a tool whose x-mcp-header annotations are invalid; refuse to offer one.
-    let mirrored = MirroredParam::from_input_schema(&tool.input_schema)
+    let mirrored = arctern_types::headers::mirrored_params(&tool.input_schema)
         .map_err(|why| format!("tool {name:?}: {why}"))?;
     Ok(ToolEntry {
         tool,
