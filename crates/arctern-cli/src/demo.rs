@@ -172,6 +172,127 @@ async fn list_roots(Roots(roots): Roots) -> String {
     lines.join("\n")
 }
 
+/// Arguments of `invite`.
+#[derive(Deserialize, JsonSchema)]
+pub struct InviteArgs {
+    /// The workspace to invite someone to.
+    pub workspace: String,
+}
+
+/// A teammate's role (a single choice with titles).
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Viewer (read only)
+    Viewer,
+    /// Editor (can change things)
+    Editor,
+    /// Admin (can also manage people)
+    Admin,
+}
+
+/// A team of the workspace (the options of a multi-select).
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Team {
+    /// Backend.
+    Backend,
+    /// Frontend.
+    Frontend,
+    /// Data.
+    Data,
+    /// Operations.
+    Ops,
+}
+
+/// The teams as a multi-select with titles, at least one chosen.
+fn teams_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "minItems": 1,
+        "items": {"anyOf": [
+            {"const": "backend", "title": "Backend"},
+            {"const": "frontend", "title": "Frontend"},
+            {"const": "data", "title": "Data"},
+            {"const": "ops", "title": "Operations"}
+        ]}
+    })
+}
+
+fn default_days() -> u32 {
+    7
+}
+
+fn default_notify() -> bool {
+    true
+}
+
+/// What `invite` asks, in one form with a field of every kind: an email address, a titled
+/// choice, a multi-select, a bounded integer with a default, and a yes/no with a default.
+#[derive(Deserialize, JsonSchema)]
+pub struct Invitation {
+    /// Their email address.
+    #[schemars(email)]
+    pub email: String,
+    /// What they may do.
+    pub role: Role,
+    /// The teams they join.
+    #[schemars(schema_with = "teams_schema")]
+    pub teams: Vec<Team>,
+    /// How many days the invitation stays valid.
+    #[serde(default = "default_days")]
+    #[schemars(range(min = 1, max = 90))]
+    pub days: u32,
+    /// Email them the invitation now?
+    #[serde(default = "default_notify")]
+    pub notify: bool,
+}
+
+impl Question for Invitation {
+    const KEY: &'static str = "invitation";
+    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+        let workspace = cx
+            .arguments::<InviteArgs>()
+            .map(|a| a.workspace)
+            .unwrap_or_default();
+        Ok(Ask::form(format!("Whom should I invite to {workspace}?")))
+    }
+}
+
+async fn invite(Args(a): Args<InviteArgs>, Answer(i): Answer<Invitation>) -> String {
+    let role = match i.role {
+        Role::Viewer => "viewer",
+        Role::Editor => "editor",
+        Role::Admin => "admin",
+    };
+    let teams: Vec<&str> = i
+        .teams
+        .iter()
+        .map(|t| match t {
+            Team::Backend => "backend",
+            Team::Frontend => "frontend",
+            Team::Data => "data",
+            Team::Ops => "ops",
+        })
+        .collect();
+    let teams = if teams.is_empty() {
+        "no team".to_owned()
+    } else {
+        teams.join(", ")
+    };
+    format!(
+        "Invited {} to {} as {role} ({teams}); the invitation lasts {} days{}.",
+        i.email,
+        a.workspace,
+        i.days,
+        if i.notify {
+            " and was emailed"
+        } else {
+            ", no email sent"
+        }
+    )
+}
+
 /// Arguments of `echo` and `confirm` (the benchmark contract).
 #[derive(Deserialize, JsonSchema)]
 pub struct TextArg {
@@ -222,6 +343,11 @@ pub fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError
             "slow_count",
             "Counts slowly, reporting progress at each step.",
             slow_count,
+        )
+        .tool(
+            "invite",
+            "Invites a teammate. Asks one form: email, role, teams, how long, whether to email.",
+            invite,
         )
         .tool("haiku", "Writes a haiku by asking the client's LLM.", haiku)
         .tool(

@@ -1,19 +1,102 @@
 //! The `arctern` command: serve a demo MCP server, and call any MCP server from a terminal.
+//!
+//! ```text
+//! arctern serve [--port 8000] [--stdio]              the demo server
+//! arctern call <URL> <TOOL> [--arg K=V]... [--json '{…}']
+//! arctern call --stdio "<COMMAND>" <TOOL> ...         the same, with the server as a child process
+//! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
+//! arctern read <URL> <URI>          arctern prompt <URL> <NAME> [--arg K=V]...
+//! ```
+//!
+//! `call` lists the server's tools to find the tool's input schema and types each `--arg`
+//! from it (`count=3` is a number when `count` is an integer; see [`args`]). When the server
+//! answers `input_required`, each question is answered in turn: from `--answer KEY=VALUE` or
+//! `--decline KEY` when given (see [`answers`]), otherwise in an interactive terminal form
+//! built from the question's `requestedSchema` (see [`form`]), with accept, decline and
+//! cancel. A URL question shows the full URL and its domain and opens nothing without
+//! consent. Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused
+//! without it; roots come from `--root`. Progress notifications draw progress bars and log
+//! messages print on stderr; results print on stdout, images and audio are saved to files.
+//!
+//! For scripts: `--output json` prints one JSON document on stdout (`{"result": …}` or
+//! `{"error": …}`), and when stdin is not a terminal (or with `--no-input`) a question
+//! without a pre-answer fails at once with its key and expected schema instead of waiting.
+//!
+//! # Exit codes
+//!
+//! | code | meaning |
+//! | --- | --- |
+//! | 0 | success |
+//! | 1 | the tool ran and reported an error (`isError`) |
+//! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` |
+//! | 3 | connection or protocol failure: the server could not be reached or started, answered with a JSON-RPC error, or timed out |
+//! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), or a declined or cancelled question that kept the request from completing |
+//! | 5 | a local step failed: the sampling command, or saving a file |
+//! | 130 | interrupted with Ctrl-C in a form |
 
+mod answers;
+mod args;
 mod demo;
+mod exit;
+mod fields;
+mod form;
+mod inspect;
+mod output;
+mod progress;
+mod sampling;
+mod session;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use arctern::client::Client;
 use arctern::transport::http::HttpServer;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+
+use crate::exit::{Exit, Failure};
+use crate::output::Format;
+use crate::session::{AnswerArgs, ConnectArgs, Endpoint, Session, split_target};
+
+/// The exit codes, as `--help` shows them.
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    success
+  1    the tool ran and reported an error (isError)
+  2    usage error: bad flags, an argument that does not fit the tool's schema, an unknown
+       tool or prompt, a malformed or unfitting --answer
+  3    connection or protocol failure: the server could not be reached or started,
+       answered with a JSON-RPC error, or timed out
+  4    input required but not given: a question with no --answer when stdin is not a
+       terminal (or with --no-input), a question this command cannot answer (sampling
+       without --sampling-command, roots without --root), or a declined or cancelled
+       question that kept the request from completing
+  5    a local step failed: the sampling command, or saving a file
+  130  interrupted with Ctrl-C in a form";
+
+/// How `--answer` reads, as `--help` shows it.
+const ANSWER_HELP: &str = "\
+Answering without a terminal:
+  --answer KEY=JSON answers the question with key KEY (its key in inputRequests) with a
+  JSON object of the form's fields:  --answer region='{\"region\":\"eu-west-1\"}'
+  When the form has exactly one field, the value alone works too:  --answer region=eu-west-1
+  (text as is; numbers; true/false; an option's value or title; a comma-separated list or
+  JSON array for a multi-select). Fields left out take their default. URL questions take
+  accept, decline or cancel. --decline KEY declines. A question without either, when stdin
+  is not a terminal, fails at once with exit code 4, naming its key and expected schema.";
 
 #[derive(Parser)]
 #[command(
     name = "arctern",
     version,
-    about = "Serve and call Model Context Protocol servers"
+    about = "Serve and call Model Context Protocol servers",
+    after_help = EXIT_CODES
 )]
 struct Cli {
+    /// Output format: text for people, or one JSON document on stdout for scripts.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
+    output: Format,
     #[command(subcommand)]
     command: Command,
 }
@@ -24,13 +107,117 @@ enum Command {
     /// they finish, a prompt and a resource template that ask too, and the benchmark's echo
     /// and confirm.
     Serve {
-        /// Port to listen on (127.0.0.1 only).
+        /// Port to listen on (127.0.0.1 only; 0 picks a free one).
         #[arg(long, default_value_t = 8000)]
         port: u16,
         /// Serve over stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
     },
+    /// Call a tool; the server's questions are asked in the terminal (or answered with
+    /// --answer).
+    #[command(
+        override_usage = "arctern call [OPTIONS] <URL> <TOOL>\n       \
+                          arctern call [OPTIONS] --stdio <COMMAND> <TOOL>",
+        after_help = format!("{ANSWER_HELP}\n\n{EXIT_CODES}")
+    )]
+    Call(CallArgs),
+    /// Show what the server says about itself (server/discover).
+    #[command(after_help = EXIT_CODES)]
+    Discover(ListArgs),
+    /// List the server's tools and their parameters (* marks required ones).
+    #[command(after_help = EXIT_CODES)]
+    Tools(ListArgs),
+    /// List the server's prompts and their arguments.
+    #[command(after_help = EXIT_CODES)]
+    Prompts(ListArgs),
+    /// List the server's resources and resource templates.
+    #[command(after_help = EXIT_CODES)]
+    Resources(ListArgs),
+    /// Read a resource (answering the server's questions like call does).
+    #[command(
+        override_usage = "arctern read [OPTIONS] <URL> <URI>\n       \
+                          arctern read [OPTIONS] --stdio <COMMAND> <URI>",
+        after_help = format!("{ANSWER_HELP}\n\n{EXIT_CODES}")
+    )]
+    Read(ReadArgs),
+    /// Get a prompt (answering the server's questions like call does).
+    #[command(
+        override_usage = "arctern prompt [OPTIONS] <URL> <NAME>\n       \
+                          arctern prompt [OPTIONS] --stdio <COMMAND> <NAME>",
+        after_help = format!("{ANSWER_HELP}\n\n{EXIT_CODES}")
+    )]
+    Prompt(PromptArgs),
+}
+
+#[derive(Args)]
+struct CallArgs {
+    /// The server's URL, such as http://127.0.0.1:8000/mcp (with --stdio: the tool).
+    #[arg(value_name = "URL")]
+    first: String,
+    /// The tool to call.
+    #[arg(value_name = "TOOL")]
+    second: Option<String>,
+    /// A tool argument, typed from the tool's input schema: count=3 is a number when count
+    /// is an integer; lists are JSON arrays or comma-separated (repeatable).
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    args: Vec<String>,
+    /// All arguments as one JSON object; --arg values are merged over it.
+    #[arg(long, value_name = "JSON")]
+    json: Option<String>,
+    /// Where images and audio from the result are saved [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    save_dir: Option<PathBuf>,
+    #[command(flatten)]
+    conn: ConnectArgs,
+    #[command(flatten)]
+    answers: AnswerArgs,
+}
+
+#[derive(Args)]
+struct ListArgs {
+    /// The server's URL, such as http://127.0.0.1:8000/mcp (or use --stdio).
+    #[arg(value_name = "URL")]
+    url: Option<String>,
+    #[command(flatten)]
+    conn: ConnectArgs,
+}
+
+#[derive(Args)]
+struct ReadArgs {
+    /// The server's URL (with --stdio: the resource URI).
+    #[arg(value_name = "URL")]
+    first: String,
+    /// The resource URI, such as config://prod.
+    #[arg(value_name = "URI")]
+    second: Option<String>,
+    /// Where binary contents are saved [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    save_dir: Option<PathBuf>,
+    #[command(flatten)]
+    conn: ConnectArgs,
+    #[command(flatten)]
+    answers: AnswerArgs,
+}
+
+#[derive(Args)]
+struct PromptArgs {
+    /// The server's URL (with --stdio: the prompt's name).
+    #[arg(value_name = "URL")]
+    first: String,
+    /// The prompt's name.
+    #[arg(value_name = "NAME")]
+    second: Option<String>,
+    /// A prompt argument (repeatable).
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    args: Vec<String>,
+    /// Where images and audio in the messages are saved [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    save_dir: Option<PathBuf>,
+    #[command(flatten)]
+    conn: ConnectArgs,
+    #[command(flatten)]
+    answers: AnswerArgs,
 }
 
 #[tokio::main]
@@ -43,14 +230,28 @@ async fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
+    let format = cli.output;
     let outcome = match cli.command {
-        Command::Serve { port, stdio } => serve(port, stdio).await,
+        Command::Serve { port, stdio } => serve(port, stdio)
+            .await
+            .map(|()| Exit::Ok)
+            .map_err(|e| Failure::new(Exit::Connection, format!("serve: {e}"))),
+        Command::Call(a) => call(a, format).await,
+        Command::Discover(a) => list(a, format, List::Discover).await,
+        Command::Tools(a) => list(a, format, List::Tools).await,
+        Command::Prompts(a) => list(a, format, List::Prompts).await,
+        Command::Resources(a) => list(a, format, List::Resources).await,
+        Command::Read(a) => read(a, format).await,
+        Command::Prompt(a) => prompt(a, format).await,
     };
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("arctern: {e}");
-            ExitCode::FAILURE
+        Ok(exit) => exit.into(),
+        Err(f) => {
+            eprintln!("arctern: {}", f.message);
+            if format == Format::Json {
+                output::json(&f.to_json());
+            }
+            f.exit.into()
         }
     }
 }
@@ -70,6 +271,7 @@ async fn serve(port: u16, stdio: bool) -> Result<(), Box<dyn std::error::Error>>
     eprintln!();
     eprintln!("Try it from another terminal:");
     eprintln!("  arctern call {url} provision --arg name=orders");
+    eprintln!("  arctern call {url} provision --arg name=orders --answer region=eu-west-1");
     eprintln!("  arctern tools {url}");
     eprintln!("Or point any MCP client (protocol 2026-07-28) at {url}.");
     eprintln!("Press Ctrl-C to stop.");
@@ -79,4 +281,171 @@ async fn serve(port: u16, stdio: bool) -> Result<(), Box<dyn std::error::Error>>
         })
         .await?;
     Ok(())
+}
+
+/// Connects with a session for `answers`.
+async fn open(
+    endpoint: &Endpoint,
+    conn: &ConnectArgs,
+    answers: &AnswerArgs,
+) -> Result<(Arc<Session>, Client), Failure> {
+    let session = Session::new(answers)?;
+    let client = session.connect(endpoint, conn).await?;
+    Ok((session, client))
+}
+
+/// After a request that may have asked questions: the failure a question recorded wins
+/// over the SDK's error, and a refusal turns an `isError` result into exit 4.
+fn settle(
+    session: &Session,
+    outcome: Result<Exit, arctern::Error>,
+    what: &str,
+) -> Result<Exit, Failure> {
+    session.progress.finish();
+    for key in session.unused_answers() {
+        session.note(&format!(
+            "arctern: note: question {key:?} (--answer/--decline) was never asked"
+        ));
+    }
+    match outcome {
+        Ok(Exit::ToolError) if session.refused() => Ok(Exit::Input),
+        Ok(exit) => Ok(exit),
+        Err(e) => Err(session
+            .take_problem()
+            .unwrap_or_else(|| Failure::from_client(&e, what))),
+    }
+}
+
+fn save_dir(dir: Option<PathBuf>) -> Result<PathBuf, Failure> {
+    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::new(Exit::Local, format!("--save-dir {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+async fn call(a: CallArgs, format: Format) -> Result<Exit, Failure> {
+    let (endpoint, tool_name) = split_target(a.first, a.second, &a.conn, "tool")?;
+    let dir = save_dir(a.save_dir)?;
+    let (session, client) = open(&endpoint, &a.conn, &a.answers).await?;
+    let tools = client
+        .list_tools()
+        .await
+        .map_err(|e| Failure::from_client(&e, "tools/list"))?;
+    let tool = inspect::find_tool(&tools, &tool_name)?;
+    let arguments =
+        args::build(&tool.input_schema, a.json.as_deref(), &a.args).map_err(Failure::usage)?;
+    let what = format!("calling tool {tool_name:?}");
+    let result = client.call_tool(&tool_name, Value::Object(arguments)).await;
+    let _ = client.close().await;
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => return settle(&session, Err(e), &what),
+    };
+    session.progress.finish();
+    let exit = output::call_result(&tool_name, &result, &dir, format)?;
+    settle(&session, Ok(exit), &what)
+}
+
+enum List {
+    Discover,
+    Tools,
+    Prompts,
+    Resources,
+}
+
+async fn list(a: ListArgs, format: Format, what: List) -> Result<Exit, Failure> {
+    let endpoint = Endpoint::resolve(a.url, &a.conn)?;
+    let (_session, client) = open(&endpoint, &a.conn, &AnswerArgs::default()).await?;
+    let done = match what {
+        List::Discover => inspect::discover(&client, format).await,
+        List::Tools => client
+            .list_tools()
+            .await
+            .map(|t| inspect::tools(&t, format))
+            .map_err(|e| Failure::from_client(&e, "tools/list")),
+        List::Prompts => client
+            .list_prompts()
+            .await
+            .map(|p| inspect::prompts(&p, format))
+            .map_err(|e| Failure::from_client(&e, "prompts/list")),
+        List::Resources => {
+            let caps = client.server_capabilities();
+            // A server without resources has nothing to list; asking would be an error.
+            if caps.as_ref().is_some_and(|c| c.resources.is_none()) {
+                inspect::resources(&[], &[], format);
+                Ok(())
+            } else {
+                match client.list_resources().await {
+                    Ok(r) => client
+                        .list_resource_templates()
+                        .await
+                        .map(|t| inspect::resources(&r, &t, format))
+                        .map_err(|e| Failure::from_client(&e, "resources/templates/list")),
+                    Err(e) => Err(Failure::from_client(&e, "resources/list")),
+                }
+            }
+        }
+    };
+    let _ = client.close().await;
+    done.map(|()| Exit::Ok)
+}
+
+async fn read(a: ReadArgs, format: Format) -> Result<Exit, Failure> {
+    let (endpoint, uri) = split_target(a.first, a.second, &a.conn, "resource URI")?;
+    let dir = save_dir(a.save_dir)?;
+    let (session, client) = open(&endpoint, &a.conn, &a.answers).await?;
+    let what = format!("reading {uri}");
+    let result = client.read_resource(&uri).await;
+    let _ = client.close().await;
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => return settle(&session, Err(e), &what),
+    };
+    session.progress.finish();
+    inspect::read_result(&uri, &result, &dir, format)?;
+    settle(&session, Ok(Exit::Ok), &what)
+}
+
+async fn prompt(a: PromptArgs, format: Format) -> Result<Exit, Failure> {
+    let (endpoint, name) = split_target(a.first, a.second, &a.conn, "prompt name")?;
+    let dir = save_dir(a.save_dir)?;
+    let (session, client) = open(&endpoint, &a.conn, &a.answers).await?;
+    let prompts = client
+        .list_prompts()
+        .await
+        .map_err(|e| Failure::from_client(&e, "prompts/list"))?;
+    let found = inspect::find_prompt(&prompts, &name)?;
+    let arguments = inspect::prompt_arguments(found, &a.args)?;
+    let what = format!("getting prompt {name:?}");
+    let result = client.get_prompt(&name, arguments).await;
+    let _ = client.close().await;
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => return settle(&session, Err(e), &what),
+    };
+    session.progress.finish();
+    inspect::prompt_result(&name, &result, &dir, format)?;
+    settle(&session, Ok(Exit::Ok), &what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn help_lists_the_exit_codes() {
+        let help = Cli::command().render_help().to_string();
+        assert!(help.contains("130  interrupted"), "{help}");
+        let mut cmd = Cli::command();
+        let call = cmd.find_subcommand_mut("call").unwrap();
+        let help = call.render_long_help().to_string();
+        assert!(help.contains("--answer region=eu-west-1"), "{help}");
+        assert!(help.contains("4    input required"), "{help}");
+    }
 }

@@ -1,0 +1,300 @@
+//! Answers given on the command line, before the server asks: `--answer KEY=VALUE` and
+//! `--decline KEY`, matched to the server's questions by their `inputRequests` key.
+//!
+//! For a form, the value is a JSON object of the form's fields
+//! (`--answer region='{"region":"eu-west-1"}'`). When the form has exactly one field, the
+//! value may instead be that field's value alone (`--answer region=eu-west-1`): text for a
+//! text field, a number, `true`/`false`, an option's value or title, a comma-separated list
+//! or JSON array for a multi-select. Fields left out take their default; a required field
+//! without a default must be given. For a URL question, the value is `accept` (consent: the
+//! URL is printed, not opened), `decline` or `cancel`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use arctern::types::elicitation::{ElicitContent, ElicitResult, RequestedSchema};
+use serde_json::Value;
+
+use crate::args::split_pair;
+use crate::fields;
+
+/// A question's pre-answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pre<'a> {
+    /// `--answer KEY=VALUE`.
+    Answer(&'a str),
+    /// `--decline KEY`.
+    Decline,
+}
+
+/// Every pre-answer of the command line, and which were used.
+#[derive(Debug, Default)]
+pub struct PreAnswers {
+    answers: BTreeMap<String, String>,
+    declines: BTreeSet<String>,
+    used: Mutex<BTreeSet<String>>,
+}
+
+impl PreAnswers {
+    /// Reads `--answer` and `--decline` values.
+    pub fn parse(answers: &[String], declines: &[String]) -> Result<Self, String> {
+        let mut out = PreAnswers::default();
+        for pair in answers {
+            let (key, value) = split_pair(pair, "--answer")?;
+            if out
+                .answers
+                .insert(key.to_owned(), value.to_owned())
+                .is_some()
+            {
+                return Err(format!("--answer {key} is given twice"));
+            }
+        }
+        for key in declines {
+            if out.answers.contains_key(key) {
+                return Err(format!("{key} is both answered (--answer) and declined"));
+            }
+            out.declines.insert(key.clone());
+        }
+        Ok(out)
+    }
+
+    /// The pre-answer for question `key`, if any.
+    pub fn lookup(&self, key: &str) -> Option<Pre<'_>> {
+        let found = if let Some(v) = self.answers.get(key) {
+            Some(Pre::Answer(v.as_str()))
+        } else if self.declines.contains(key) {
+            Some(Pre::Decline)
+        } else {
+            None
+        };
+        if found.is_some() {
+            self.used
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key.to_owned());
+        }
+        found
+    }
+
+    /// The keys given but never asked.
+    pub fn unused(&self) -> Vec<String> {
+        let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        self.answers
+            .keys()
+            .chain(self.declines.iter())
+            .filter(|k| !used.contains(*k))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The content a pre-answer gives a form (see the module docs for the rules).
+pub fn form_content(raw: &str, schema: &RequestedSchema) -> Result<ElicitContent, String> {
+    let props = &schema.properties;
+    let mut content = ElicitContent::new();
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(map)) => {
+            for (name, value) in &map {
+                let Some(field) = props.get(name) else {
+                    return Err(format!(
+                        "the form has no field {name:?}; its fields: {}",
+                        field_names(schema)
+                    ));
+                };
+                let v = fields::from_json(&fields::kind(field), value)
+                    .map_err(|e| format!("field {name}: {e}"))?;
+                content.insert(name.clone(), v);
+            }
+        }
+        parsed if props.len() == 1 => {
+            let Some((name, field)) = props.iter().next() else {
+                unreachable!("one field")
+            };
+            let kind = fields::kind(field);
+            // A JSON scalar or array is taken as JSON when it fits, as text otherwise
+            // (`3` for a text field is the text "3").
+            let value = match parsed {
+                Ok(json) => {
+                    fields::from_json(&kind, &json).or_else(|_| fields::from_text(&kind, raw))
+                }
+                Err(_) => fields::from_text(&kind, raw),
+            }
+            .map_err(|e| format!("field {name}: {e}"))?;
+            content.insert(name.to_owned(), value);
+        }
+        _ => {
+            return Err(format!(
+                "expected a JSON object with the form's fields ({}); the one-value shorthand \
+                 works only for forms with exactly one field",
+                field_names(schema)
+            ));
+        }
+    }
+    for (name, field) in props.iter() {
+        if content.contains_key(name) {
+            continue;
+        }
+        if let Some(d) = fields::default_value(&fields::kind(field)) {
+            content.insert(name.to_owned(), d);
+        } else if schema.is_required(name) {
+            return Err(format!("the required field {name:?} is missing"));
+        }
+    }
+    Ok(content)
+}
+
+/// The answer a pre-answer gives a URL question.
+pub fn url_answer(raw: &str) -> Result<ElicitResult, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "accept" | "open" | "yes" | "true" => Ok(ElicitResult::accept_url()),
+        "decline" | "no" | "false" => Ok(ElicitResult::decline()),
+        "cancel" => Ok(ElicitResult::cancel()),
+        _ => Err(format!(
+            "a URL question takes accept, decline or cancel, not {raw:?}"
+        )),
+    }
+}
+
+/// `name (required), other`, for messages.
+pub fn field_names(schema: &RequestedSchema) -> String {
+    if schema.properties.is_empty() {
+        return "none".into();
+    }
+    schema
+        .properties
+        .names()
+        .map(|n| {
+            if schema.is_required(n) {
+                format!("{n} (required)")
+            } else {
+                n.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An example `--answer` for a form, for messages: `KEY='{"a":"…"}'`, with the required
+/// fields (or all, when none is required).
+pub fn example(key: &str, schema: &RequestedSchema) -> String {
+    let any_required = schema.properties.names().any(|n| schema.is_required(n));
+    let fields: Vec<String> = schema
+        .properties
+        .iter()
+        .filter(|(name, _)| !any_required || schema.is_required(name))
+        .map(|(name, field)| {
+            let kind = fields::kind(field);
+            let sample = match &kind {
+                fields::Kind::Text(_) => "\"…\"".to_owned(),
+                fields::Kind::Number(n) => fields::default_value(&kind)
+                    .map(|v| v.to_string())
+                    .or_else(|| n.minimum.map(|m| m.to_string()))
+                    .unwrap_or_else(|| "0".into()),
+                fields::Kind::Boolean(_) => "true".to_owned(),
+                fields::Kind::Single { options, .. } => options
+                    .first()
+                    .map(|c| Value::String(c.value.clone()).to_string())
+                    .unwrap_or_else(|| "\"…\"".into()),
+                fields::Kind::Multi { options, .. } => format!(
+                    "[{}]",
+                    options
+                        .first()
+                        .map(|c| Value::String(c.value.clone()).to_string())
+                        .unwrap_or_default()
+                ),
+            };
+            format!("{}:{sample}", Value::String(name.to_owned()))
+        })
+        .collect();
+    format!("{key}='{{{}}}'", fields.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arctern::types::elicitation::ElicitValue;
+    use serde_json::json;
+
+    fn schema(v: Value) -> RequestedSchema {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn region() -> RequestedSchema {
+        schema(json!({"type": "object", "properties": {
+            "region": {"type": "string"}}, "required": ["region"]}))
+    }
+
+    #[test]
+    fn one_field_forms_take_the_shorthand() {
+        let c = form_content("eu-west-1", &region()).unwrap();
+        assert_eq!(c["region"], ElicitValue::from("eu-west-1"));
+        let c = form_content(r#"{"region":"us-east-1"}"#, &region()).unwrap();
+        assert_eq!(c["region"], ElicitValue::from("us-east-1"));
+        // A number-looking value for a text field stays text.
+        let c = form_content("3", &region()).unwrap();
+        assert_eq!(c["region"], ElicitValue::from("3"));
+        let ok = schema(
+            json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"]}),
+        );
+        assert_eq!(
+            form_content("true", &ok).unwrap()["ok"],
+            ElicitValue::Boolean(true)
+        );
+        assert!(
+            form_content("perhaps", &ok)
+                .unwrap_err()
+                .contains("field ok")
+        );
+    }
+
+    #[test]
+    fn larger_forms_need_an_object_and_fill_defaults() {
+        let s = schema(json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "email": {"type": "string", "format": "email"},
+            "colors": {"type": "array", "items": {"type": "string", "enum": ["r", "g"]}}
+        }, "required": ["email"]}));
+        let e = form_content("ada", &s).unwrap_err();
+        assert!(e.contains("exactly one field"), "{e}");
+        let e = form_content("{}", &s).unwrap_err();
+        assert!(e.contains("\"email\" is missing"), "{e}");
+        let e = form_content(r#"{"email":"nope"}"#, &s).unwrap_err();
+        assert!(e.contains("field email"), "{e}");
+        let e = form_content(r#"{"mail":"a@b.co"}"#, &s).unwrap_err();
+        assert!(e.contains("no field \"mail\""), "{e}");
+        let c = form_content(r#"{"email":"ada@example.com","colors":["g"]}"#, &s).unwrap();
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            json!({"name": "John Doe", "age": 30, "email": "ada@example.com", "colors": ["g"]})
+        );
+        assert_eq!(example("k", &s), r#"k='{"email":"…"}'"#);
+        let all_optional = schema(json!({"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 1}, "b": {"type": "boolean"}}}));
+        assert_eq!(example("k", &all_optional), r#"k='{"n":1,"b":true}'"#);
+    }
+
+    #[test]
+    fn pre_answers_are_looked_up_by_key_and_tracked() {
+        let p = PreAnswers::parse(
+            &["region=eu".to_owned(), "other={}".to_owned()],
+            &["confirm".to_owned()],
+        )
+        .unwrap();
+        assert_eq!(p.lookup("region"), Some(Pre::Answer("eu")));
+        assert_eq!(p.lookup("confirm"), Some(Pre::Decline));
+        assert_eq!(p.lookup("missing"), None);
+        assert_eq!(p.unused(), ["other"]);
+        assert!(PreAnswers::parse(&["a=1".into(), "a=2".into()], &[]).is_err());
+        assert!(PreAnswers::parse(&["a=1".into()], &["a".into()]).is_err());
+        assert!(PreAnswers::parse(&["novalue".into()], &[]).is_err());
+    }
+
+    #[test]
+    fn url_answers() {
+        assert!(url_answer("accept").unwrap().is_accepted());
+        assert!(!url_answer("decline").unwrap().is_accepted());
+        assert!(url_answer("maybe").is_err());
+    }
+}

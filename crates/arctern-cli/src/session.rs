@@ -1,0 +1,587 @@
+//! Connecting to a server, and answering what it asks while a command runs: forms and URLs
+//! (from pre-answers or the terminal), sampling (through `--sampling-command`), roots (from
+//! `--root`), with progress bars and log lines on stderr.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arctern::ErrorKind;
+use arctern::client::{
+    Client, ClientHandler, HandlerCapabilities, HttpTransport, Input, StdioCommand,
+};
+use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
+use arctern::types::logging::LoggingLevel;
+use arctern::types::roots::{ListRootsRequestParams, ListRootsResult, Root};
+use arctern::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use clap::Args;
+use serde_json::json;
+
+use crate::answers::{self, Pre, PreAnswers};
+use crate::exit::{Exit, Failure};
+use crate::form::{self, Asker, Reply};
+use crate::progress::Progress;
+use crate::sampling;
+
+/// Where the server is, besides the positional URL.
+#[derive(Debug, Clone, Args, Default)]
+pub struct ConnectArgs {
+    /// Start the server as a child process and talk to it over stdio; the command line is
+    /// split like a shell would ("node server.js --flag"). Replaces the URL.
+    #[arg(long, value_name = "COMMAND")]
+    pub stdio: Option<String>,
+    /// An HTTP header sent with every request, as "Name: value" (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Give up on a request that gets no answer within this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+}
+
+/// How the server's questions are answered.
+#[derive(Debug, Clone, Args)]
+pub struct AnswerArgs {
+    /// Answers question KEY without asking: a JSON object of the form's fields, or the
+    /// value alone when the form has one field (repeatable). For URL questions: accept,
+    /// decline or cancel.
+    #[arg(long = "answer", value_name = "KEY=VALUE")]
+    pub answers: Vec<String>,
+    /// Declines question KEY without asking (repeatable).
+    #[arg(long = "decline", value_name = "KEY")]
+    pub declines: Vec<String>,
+    /// Never show a form, even on a terminal: questions without --answer fail (exit 4).
+    #[arg(long)]
+    pub no_input: bool,
+    /// A program that answers sampling requests: it gets the request as JSON on stdin and
+    /// prints a CreateMessageResult JSON or plain text. Without it, sampling is refused.
+    #[arg(long, value_name = "PROGRAM")]
+    pub sampling_command: Option<String>,
+    /// A directory (or file:// URI) the server may see as a root (repeatable). Without any,
+    /// the roots capability is not declared.
+    #[arg(long = "root", value_name = "PATH|URI")]
+    pub roots: Vec<String>,
+    /// The least severe server log message to print on stderr.
+    #[arg(long, value_name = "LEVEL", default_value = "info", value_parser = parse_level)]
+    pub log_level: LoggingLevel,
+}
+
+impl Default for AnswerArgs {
+    fn default() -> Self {
+        AnswerArgs {
+            answers: Vec::new(),
+            declines: Vec::new(),
+            no_input: false,
+            sampling_command: None,
+            roots: Vec::new(),
+            log_level: LoggingLevel::Info,
+        }
+    }
+}
+
+fn parse_level(s: &str) -> Result<LoggingLevel, String> {
+    s.parse::<LoggingLevel>().map_err(|_| {
+        "expected debug, info, notice, warning, error, critical, alert or emergency".to_owned()
+    })
+}
+
+/// Where the server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A Streamable HTTP URL.
+    Url(String),
+    /// A command line to start.
+    Stdio(Vec<String>),
+}
+
+impl Endpoint {
+    /// From the positional URL (if any) and `--stdio`.
+    pub fn resolve(url: Option<String>, conn: &ConnectArgs) -> Result<Endpoint, Failure> {
+        match (url, &conn.stdio) {
+            (Some(_), Some(_)) => Err(Failure::usage(
+                "give either a URL or --stdio COMMAND, not both",
+            )),
+            (None, None) => Err(Failure::usage(
+                "give the server's URL (such as http://127.0.0.1:8000/mcp) or --stdio COMMAND",
+            )),
+            (Some(url), None) => {
+                if !url.contains("://") {
+                    return Err(Failure::usage(format!(
+                        "{url:?} is not a URL; give the server's URL (such as \
+                         http://127.0.0.1:8000/mcp) or --stdio COMMAND"
+                    )));
+                }
+                Ok(Endpoint::Url(url))
+            }
+            (None, Some(command)) => match shlex::split(command) {
+                Some(words) if !words.is_empty() => Ok(Endpoint::Stdio(words)),
+                _ => Err(Failure::usage(format!(
+                    "--stdio {command:?} is not a command line"
+                ))),
+            },
+        }
+    }
+
+    /// For messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Endpoint::Url(u) => u.clone(),
+            Endpoint::Stdio(words) => format!("`{}`", words.join(" ")),
+        }
+    }
+}
+
+/// Splits a positional pair `<URL> <NAME>` (or `<NAME>` alone with `--stdio`).
+pub fn split_target(
+    first: String,
+    second: Option<String>,
+    conn: &ConnectArgs,
+    what: &str,
+) -> Result<(Endpoint, String), Failure> {
+    match (conn.stdio.is_some(), second) {
+        (true, None) => Ok((Endpoint::resolve(None, conn)?, first)),
+        (true, Some(extra)) => Err(Failure::usage(format!(
+            "with --stdio, give only the {what} (unexpected {extra:?})"
+        ))),
+        (false, Some(name)) => Ok((Endpoint::resolve(Some(first), conn)?, name)),
+        (false, None) => Err(Failure::usage(format!(
+            "give the server's URL and the {what}, or --stdio COMMAND and the {what}"
+        ))),
+    }
+}
+
+/// The state of one command while it talks to a server.
+pub struct Session {
+    pre: PreAnswers,
+    interactive: bool,
+    sampling: Option<Vec<String>>,
+    roots: Vec<Root>,
+    log_level: LoggingLevel,
+    /// Bars and stderr lines.
+    pub progress: Progress,
+    /// One form at a time on the terminal, though a round's questions are answered at once.
+    terminal: tokio::sync::Mutex<()>,
+    /// The first failure a question ran into; it decides the exit code.
+    problem: Mutex<Option<Failure>>,
+    /// Whether some question was declined or cancelled.
+    refused: AtomicBool,
+}
+
+impl Session {
+    /// A session for these flags. Forms are shown when stdin is a terminal, unless
+    /// `--no-input`.
+    pub fn new(args: &AnswerArgs) -> Result<Arc<Session>, Failure> {
+        let pre = PreAnswers::parse(&args.answers, &args.declines).map_err(Failure::usage)?;
+        let sampling = match &args.sampling_command {
+            None => None,
+            Some(c) => match shlex::split(c) {
+                Some(words) if !words.is_empty() => Some(words),
+                _ => {
+                    return Err(Failure::usage(format!(
+                        "--sampling-command {c:?} is not a command line"
+                    )));
+                }
+            },
+        };
+        let roots = args
+            .roots
+            .iter()
+            .map(|r| root(r))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Failure::usage)?;
+        Ok(Arc::new(Session {
+            pre,
+            interactive: !args.no_input && std::io::stdin().is_terminal(),
+            sampling,
+            roots,
+            log_level: args.log_level,
+            progress: Progress::new(),
+            terminal: tokio::sync::Mutex::new(()),
+            problem: Mutex::new(None),
+            refused: AtomicBool::new(false),
+        }))
+    }
+
+    /// Connects to the server (and runs discovery).
+    pub async fn connect(
+        self: &Arc<Self>,
+        endpoint: &Endpoint,
+        conn: &ConnectArgs,
+    ) -> Result<Client, Failure> {
+        let progress = self.clone();
+        let logs = self.clone();
+        let mut builder = Client::builder()
+            .name("arctern-cli")
+            .version(env!("CARGO_PKG_VERSION"))
+            .handler(Handler(self.clone()))
+            .on_progress(move |p| progress.progress.update(&p))
+            .on_log(self.log_level, move |m| logs.progress.log(&m));
+        if let Some(secs) = conn.timeout {
+            if !(secs.is_finite() && secs > 0.0) {
+                return Err(Failure::usage(
+                    "--timeout must be a positive number of seconds",
+                ));
+            }
+            builder = builder.request_timeout(Duration::from_secs_f64(secs));
+        }
+        let where_ = endpoint.describe();
+        let connected = match endpoint {
+            Endpoint::Url(url) => {
+                let mut transport = HttpTransport::builder(url);
+                for h in &conn.headers {
+                    let Some((name, value)) = h.split_once(':') else {
+                        return Err(Failure::usage(format!(
+                            "--header expects \"Name: value\", got {h:?}"
+                        )));
+                    };
+                    transport = transport
+                        .header(name.trim(), value.trim())
+                        .map_err(|e| Failure::usage(format!("--header {h:?}: {e}")))?;
+                }
+                let transport = transport
+                    .build()
+                    .map_err(|e| Failure::usage(format!("{url:?}: {e}")))?;
+                builder.connect_with(transport).await
+            }
+            Endpoint::Stdio(words) => {
+                if !conn.headers.is_empty() {
+                    return Err(Failure::usage("--header applies to HTTP servers only"));
+                }
+                let (program, args) = words.split_first().expect("resolve refuses empty commands");
+                builder
+                    .connect_stdio(StdioCommand::new(program).args(args))
+                    .await
+            }
+        };
+        connected.map_err(|e| {
+            Failure::new(
+                Exit::Connection,
+                format!("could not connect to {where_}: {e}"),
+            )
+        })
+    }
+
+    /// The failure a question ran into, if any.
+    pub fn take_problem(&self) -> Option<Failure> {
+        self.problem
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// Whether some question was declined or cancelled.
+    pub fn refused(&self) -> bool {
+        self.refused.load(Ordering::SeqCst)
+    }
+
+    /// Pre-answers nobody asked for.
+    pub fn unused_answers(&self) -> Vec<String> {
+        self.pre.unused()
+    }
+
+    /// Prints a note on stderr.
+    pub fn note(&self, line: &str) {
+        self.progress.println(line);
+    }
+
+    /// Records `f` (the first one wins) and turns it into the error a handler returns.
+    fn fail(&self, f: Failure) -> arctern::Error {
+        let error = arctern::Error::new(ErrorKind::InputRequired, f.message.clone());
+        let mut slot = self.problem.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(f);
+        error
+    }
+
+    fn refuse(&self, result: ElicitResult) -> ElicitResult {
+        self.refused.store(true, Ordering::SeqCst);
+        result
+    }
+
+    async fn elicit(&self, input: Input<ElicitRequestParams>) -> arctern::Result<ElicitResult> {
+        let key = input.key().to_owned();
+        let asker = asker(&input);
+        match self.pre.lookup(&key) {
+            Some(Pre::Decline) => {
+                self.note(&format!("Declined question {key:?} (--decline)."));
+                return Ok(self.refuse(ElicitResult::decline()));
+            }
+            Some(Pre::Answer(raw)) => return self.pre_answer(&key, raw, input.params()),
+            None => {}
+        }
+        if !self.interactive {
+            return Err(self.fail(unanswered(&key, &asker, input.params())));
+        }
+        let _terminal = self.terminal.lock().await;
+        self.progress.clear();
+        let params = input.into_params();
+        let reply = tokio::task::spawn_blocking(move || match &params {
+            ElicitRequestParams::Form(f) => form::ask_form(&asker, f),
+            ElicitRequestParams::Url(u) => form::ask_url(&asker, u),
+        })
+        .await
+        .map_err(|e| self.fail(Failure::new(Exit::Local, format!("the form failed: {e}"))))?
+        .map_err(|e| {
+            self.fail(Failure::new(
+                Exit::Input,
+                format!("could not show the form for question {key:?}: {e}"),
+            ))
+        })?;
+        match reply {
+            Reply::Accept(Some(content)) => Ok(ElicitResult::accept(content)),
+            Reply::Accept(None) => Ok(ElicitResult::accept_url()),
+            Reply::Decline => Ok(self.refuse(ElicitResult::decline())),
+            Reply::Cancel => Ok(self.refuse(ElicitResult::cancel())),
+            Reply::Interrupted => Err(self.fail(Failure::new(Exit::Interrupted, "interrupted"))),
+        }
+    }
+
+    fn pre_answer(
+        &self,
+        key: &str,
+        raw: &str,
+        params: &ElicitRequestParams,
+    ) -> arctern::Result<ElicitResult> {
+        match params {
+            ElicitRequestParams::Form(f) => match answers::form_content(raw, &f.requested_schema) {
+                Ok(content) => Ok(ElicitResult::accept(content)),
+                Err(why) => Err(self.fail(
+                    Failure::usage(format!(
+                        "--answer {key} does not fit the question {:?}: {why}",
+                        f.message
+                    ))
+                    .with("key", json!(key))
+                    .with("requestedSchema", json!(f.requested_schema)),
+                )),
+            },
+            ElicitRequestParams::Url(u) => match answers::url_answer(raw) {
+                Ok(result) => {
+                    if result.is_accepted() {
+                        self.note(&format!(
+                            "Consented to open {} for question {key:?} (--answer); open it to \
+                             continue.",
+                            u.url
+                        ));
+                        Ok(result)
+                    } else {
+                        Ok(self.refuse(result))
+                    }
+                }
+                Err(why) => Err(self.fail(
+                    Failure::usage(format!("--answer {key}: {why}"))
+                        .with("key", json!(key))
+                        .with("url", json!(u.url)),
+                )),
+            },
+        }
+    }
+
+    async fn sample(
+        &self,
+        input: Input<CreateMessageRequestParams>,
+    ) -> arctern::Result<CreateMessageResult> {
+        let Some(command) = &self.sampling else {
+            // Not reached: the capability is declared only with a command.
+            return Err(self.fail(Failure::new(
+                Exit::Input,
+                "sampling is refused without --sampling-command",
+            )));
+        };
+        self.note(&format!(
+            "{} asks for an LLM completion (question {:?}); running {}.",
+            server_name(&input),
+            input.key(),
+            command[0]
+        ));
+        sampling::run(command, input.params()).await.map_err(|why| {
+            self.fail(Failure::new(
+                Exit::Local,
+                format!("the sampling command failed: {why}"),
+            ))
+        })
+    }
+}
+
+/// The failure for a question nobody may answer: it names the key and what it expects.
+fn unanswered(key: &str, asker: &Asker, params: &ElicitRequestParams) -> Failure {
+    let head = format!(
+        "{} asks {:?} (question {key:?}, {}), and no answer was given (stdin is not a \
+         terminal, or --no-input)",
+        asker.server,
+        params.message(),
+        asker.request
+    );
+    match params {
+        ElicitRequestParams::Form(f) => {
+            let schema = serde_json::to_string(&f.requested_schema).unwrap_or_default();
+            let mut message = format!(
+                "{head}.\n  expected: {schema}\n  answer with --answer {}",
+                answers::example(key, &f.requested_schema)
+            );
+            if f.requested_schema.properties.len() == 1 {
+                message.push_str(&format!(" or --answer {key}=VALUE (one field)"));
+            }
+            message.push_str(&format!(", or pass --decline {key}"));
+            Failure::new(Exit::Input, message)
+                .with("key", json!(key))
+                .with("question", json!(f.message))
+                .with("requestedSchema", json!(f.requested_schema))
+        }
+        ElicitRequestParams::Url(u) => Failure::new(
+            Exit::Input,
+            format!(
+                "{head}.\n  it asks to open {}\n  answer with --answer {key}=accept (the URL is \
+                 printed, not opened), or pass --decline {key}",
+                u.url
+            ),
+        )
+        .with("key", json!(key))
+        .with("question", json!(u.message))
+        .with("url", json!(u.url)),
+    }
+}
+
+fn server_name<P>(input: &Input<P>) -> String {
+    input
+        .server_info()
+        .map(|s| s.title.clone().unwrap_or_else(|| s.name.clone()))
+        .unwrap_or_else(|| "The server".to_owned())
+}
+
+fn asker<P>(input: &Input<P>) -> Asker {
+    let origin = input.origin();
+    let kind = match origin.method() {
+        "tools/call" => "tool",
+        "prompts/get" => "prompt",
+        "resources/read" => "resource",
+        other => other,
+    };
+    Asker {
+        server: server_name(input),
+        request: format!("{kind} {}", origin.target()),
+        key: input.key().to_owned(),
+    }
+}
+
+/// A root from `--root`: a URI as it is, or a path made absolute as a `file://` URI.
+pub fn root(arg: &str) -> Result<Root, String> {
+    if arg.contains("://") {
+        return Ok(Root::new(arg));
+    }
+    let path = Path::new(arg);
+    let absolute = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .map_err(|e| format!("--root {arg:?}: {e}"))?;
+    let name = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    let mut root = Root::new(file_uri(&absolute));
+    if let Some(name) = name {
+        root = root.with_name(name);
+    }
+    Ok(root)
+}
+
+/// `file://` plus the percent-encoded absolute path.
+fn file_uri(path: &Path) -> String {
+    let text = path.to_string_lossy().replace('\\', "/");
+    let mut out = String::from("file://");
+    if !text.starts_with('/') {
+        // Windows drive paths: file:///C:/...
+        out.push('/');
+    }
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~:".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The client's side of the questions, backed by the session.
+struct Handler(Arc<Session>);
+
+impl ClientHandler for Handler {
+    fn capabilities(&self) -> HandlerCapabilities {
+        let mut caps = HandlerCapabilities::none().elicitation().elicitation_url();
+        if self.0.sampling.is_some() {
+            caps = caps.sampling();
+        }
+        if !self.0.roots.is_empty() {
+            caps = caps.roots();
+        }
+        caps
+    }
+
+    fn elicit(
+        &self,
+        input: Input<ElicitRequestParams>,
+    ) -> impl Future<Output = arctern::Result<ElicitResult>> + Send {
+        let session = self.0.clone();
+        async move { session.elicit(input).await }
+    }
+
+    fn create_message(
+        &self,
+        input: Input<CreateMessageRequestParams>,
+    ) -> impl Future<Output = arctern::Result<CreateMessageResult>> + Send {
+        let session = self.0.clone();
+        async move { session.sample(input).await }
+    }
+
+    fn list_roots(
+        &self,
+        _input: Input<ListRootsRequestParams>,
+    ) -> impl Future<Output = arctern::Result<ListRootsResult>> + Send {
+        std::future::ready(Ok(ListRootsResult::new(self.0.roots.clone())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_become_file_uris() {
+        let r = root("file:///srv/data").unwrap();
+        assert_eq!(r.uri, "file:///srv/data");
+        let dir = std::env::temp_dir().join("arctern cli root");
+        std::fs::create_dir_all(&dir).unwrap();
+        let r = root(dir.to_str().unwrap()).unwrap();
+        assert!(r.uri.starts_with("file:///"), "{}", r.uri);
+        assert!(r.uri.ends_with("/arctern%20cli%20root"), "{}", r.uri);
+        assert_eq!(r.name.as_deref(), Some("arctern cli root"));
+    }
+
+    #[test]
+    fn endpoints() {
+        let conn = ConnectArgs::default();
+        assert_eq!(
+            Endpoint::resolve(Some("http://h/mcp".into()), &conn).unwrap(),
+            Endpoint::Url("http://h/mcp".into())
+        );
+        assert!(Endpoint::resolve(Some("provision".into()), &conn).is_err());
+        assert!(Endpoint::resolve(None, &conn).is_err());
+        let conn = ConnectArgs {
+            stdio: Some("arctern serve --stdio 'a b'".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            Endpoint::resolve(None, &conn).unwrap(),
+            Endpoint::Stdio(vec![
+                "arctern".into(),
+                "serve".into(),
+                "--stdio".into(),
+                "a b".into()
+            ])
+        );
+        let (e, tool) = split_target("provision".into(), None, &conn, "tool").unwrap();
+        assert!(matches!(e, Endpoint::Stdio(_)));
+        assert_eq!(tool, "provision");
+        assert!(split_target("http://h".into(), Some("t".into()), &conn, "tool").is_err());
+        let plain = ConnectArgs::default();
+        assert!(split_target("http://h".into(), None, &plain, "tool").is_err());
+    }
+}

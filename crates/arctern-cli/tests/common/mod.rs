@@ -1,0 +1,195 @@
+//! Helpers shared by the `arctern` command's tests: the demo server as a child process,
+//! servers in this process, and running the command.
+
+// Each test file uses a different part of these helpers.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use arctern::server::{Handler, Server};
+use arctern::transport::http::HttpServer;
+
+/// The `arctern` binary under test.
+pub const ARCTERN: &str = env!("CARGO_BIN_EXE_arctern");
+
+/// `arctern serve --port 0`, killed when dropped. Each test starts its own: a server kept in
+/// a static would outlive the test process.
+pub struct Demo {
+    child: Child,
+    endpoint: String,
+}
+
+impl Demo {
+    /// Starts the demo server on a free port and reads the URL it prints.
+    pub fn start() -> Demo {
+        let mut child = Command::new(ARCTERN)
+            .args(["serve", "--port", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start arctern serve");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("arctern serve printed its URL")
+                .expect("read arctern serve's stderr");
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                break rest.trim().to_owned();
+            }
+        };
+        // Keep draining stderr so that the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        assert!(
+            !url.contains(":0/"),
+            "the printed URL names the real port: {url}"
+        );
+        Demo {
+            child,
+            endpoint: url,
+        }
+    }
+
+    /// The MCP endpoint it printed.
+    pub fn url(&self) -> &str {
+        &self.endpoint
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A runtime for servers served from inside a test process, shared by its tests.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    })
+}
+
+/// Serves `server` over HTTP on a free port for the rest of the test process; returns the
+/// endpoint's URL.
+pub fn serve<H: Handler>(server: Server<H>) -> String {
+    runtime().block_on(async move {
+        let bound = HttpServer::new(server)
+            .bind(("127.0.0.1", 0))
+            .listen()
+            .await
+            .expect("listen");
+        let url = bound.url().to_string();
+        tokio::spawn(async move {
+            let _ = bound.serve_with_shutdown(std::future::pending()).await;
+        });
+        url
+    })
+}
+
+/// A fresh empty directory for a test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("arctern-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a scratch directory");
+    dir
+}
+
+/// What a run of the command left.
+pub struct Run {
+    /// The exit code.
+    pub code: i32,
+    /// Its stdout.
+    pub stdout: String,
+    /// Its stderr.
+    pub stderr: String,
+}
+
+impl Run {
+    /// The stdout as JSON (for `--output json`).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `arctern ARGS` in `dir` without a terminal (stdin is empty), with a time limit.
+pub fn run_in(dir: &Path, args: &[&str]) -> Run {
+    let mut child = Command::new(ARCTERN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start arctern");
+    // Drained on threads, so that a large output never blocks the child.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll arctern") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "arctern {args:?} did not finish in time:\n{}",
+                stderr.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+/// Runs `arctern ARGS` in the system's temporary directory.
+pub fn run(args: &[&str]) -> Run {
+    run_in(&std::env::temp_dir(), args)
+}

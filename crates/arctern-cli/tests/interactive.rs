@@ -1,0 +1,375 @@
+//! The interactive side, for real: the `arctern` binary runs in a pseudo-terminal and the
+//! test types into its forms like a person would (answering, re-typing after a validation
+//! error, declining, a multi-select, Ctrl-C), watches a progress bar draw, and consents to
+//! a URL. The screen is read with escape sequences stripped; waits are generous and
+//! nothing is timed.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use arctern::server::{
+    Answer, AnswerOutcome, Ask, AskContext, Decision, McpServer, NotYet, Question,
+};
+use common::{ARCTERN, Demo, scratch};
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// How long to wait for something to appear on the screen.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+const ENTER: &str = "\r";
+const DOWN: &str = "\x1b[B";
+const BACKSPACE: &str = "\x7f";
+const CTRL_C: &str = "\x03";
+
+/// `arctern` in a pseudo-terminal.
+struct Terminal {
+    child: Box<dyn Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    // Dropping the master would hang up the terminal.
+    _master: Box<dyn MasterPty + Send>,
+    screen: Arc<Mutex<Vec<u8>>>,
+    /// How much of the (stripped) output earlier expectations consumed.
+    seen: usize,
+}
+
+impl Terminal {
+    fn spawn(dir: &Path, args: &[&str]) -> Terminal {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 50,
+                cols: 160,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("open a pty");
+        let mut command = CommandBuilder::new(ARCTERN);
+        command.args(args);
+        command.cwd(dir);
+        command.env("TERM", "xterm-256color");
+        let child = pair.slave.spawn_command(command).expect("spawn arctern");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("pty reader");
+        let writer = pair.master.take_writer().expect("pty writer");
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let sink = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Terminal {
+            child,
+            writer,
+            _master: pair.master,
+            screen,
+            seen: 0,
+        }
+    }
+
+    /// Everything shown so far, escape sequences removed.
+    fn text(&self) -> String {
+        strip_ansi(&String::from_utf8_lossy(&self.screen.lock().unwrap()))
+    }
+
+    /// Waits until `needle` shows after what earlier expectations matched.
+    fn expect(&mut self, needle: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let text = self.text();
+            if let Some(at) = text[self.seen.min(text.len())..].find(needle) {
+                self.seen += at + needle.len();
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("{needle:?} never showed; the screen so far:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn send(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).expect("type");
+        self.writer.flush().expect("flush");
+    }
+
+    /// Waits for the exit code.
+    fn exit_code(&mut self) -> u32 {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll arctern") {
+                return status.exit_code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("arctern did not exit; the screen:\n{}", self.text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+    }
+}
+
+/// Removes CSI and OSC escape sequences and carriage returns.
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    // Parameters, then one final byte in @..~.
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' || (c == '\x1b' && chars.peek() == Some(&'\\')) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn typing_the_region_into_the_form() {
+    let demo = Demo::start();
+    let dir = scratch("pty-provision");
+    let mut t = Terminal::spawn(
+        &dir,
+        &["call", demo.url(), "provision", "--arg", "name=orders"],
+    );
+    t.expect("arctern-demo asks (tool provision, question \"region\")");
+    t.expect("Which region should the database live in?");
+    t.expect("Decline");
+    t.send(ENTER);
+    t.expect("region:");
+    t.expect("A cloud region, such as eu-west-1.");
+    // An empty answer to a required field is refused, and asked again.
+    t.send(ENTER);
+    t.expect("A value is required.");
+    t.send("eu-west-1");
+    t.send(ENTER);
+    t.expect("Provisioned database \"orders\" in eu-west-1.");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn declining_the_question() {
+    let demo = Demo::start();
+    let dir = scratch("pty-decline");
+    let mut t = Terminal::spawn(
+        &dir,
+        &["call", demo.url(), "provision", "--arg", "name=orders"],
+    );
+    t.expect("Cancel");
+    t.send(DOWN);
+    t.send(ENTER);
+    t.expect("Your response: Decline");
+    t.expect("The user declined the question \"region\"");
+    assert_eq!(t.exit_code(), 4);
+}
+
+#[test]
+fn a_form_with_every_kind_of_field() {
+    let demo = Demo::start();
+    let dir = scratch("pty-invite");
+    let mut t = Terminal::spawn(
+        &dir,
+        &["call", demo.url(), "invite", "--arg", "workspace=acme"],
+    );
+    t.expect("Whom should I invite to acme?");
+    t.expect("Cancel");
+    t.send(ENTER);
+    // An email address, checked, then fixed.
+    t.expect("email:");
+    t.send("ada");
+    t.send(ENTER);
+    t.expect("Expected an email address");
+    t.send("@example.com");
+    t.send(ENTER);
+    // A single choice with titles.
+    t.expect("Admin (can also manage people)");
+    t.send(DOWN);
+    t.send(ENTER);
+    t.expect("role: Editor (can change things)");
+    // A multi-select: at least one, then two.
+    t.expect("Operations");
+    t.send(ENTER);
+    t.expect("Select at least 1.");
+    t.send(" ");
+    t.send(DOWN);
+    t.send(DOWN);
+    t.send(" ");
+    t.send(ENTER);
+    t.expect("teams: Backend, Data");
+    // A bounded integer with a default.
+    t.expect("days:");
+    t.expect("an integer from 1 to 90");
+    t.send("200");
+    t.send(ENTER);
+    t.expect("At most 90, please.");
+    t.send(&BACKSPACE.repeat(3));
+    t.send("30");
+    t.send(ENTER);
+    // A yes/no with a default.
+    t.expect("notify:");
+    t.send("n");
+    t.send(ENTER);
+    t.expect(
+        "Invited ada@example.com to acme as editor (backend, data); the invitation lasts 30 \
+         days, no email sent.",
+    );
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn the_progress_bar_draws() {
+    let demo = Demo::start();
+    let dir = scratch("pty-progress");
+    let mut t = Terminal::spawn(
+        &dir,
+        &["call", demo.url(), "slow_count", "--arg", "steps=5"],
+    );
+    t.expect("[#");
+    t.expect("100% step 5 of 5");
+    t.expect("Counted to 5.");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn ctrl_c_in_a_form_stops_the_command() {
+    let demo = Demo::start();
+    let dir = scratch("pty-interrupt");
+    let mut t = Terminal::spawn(
+        &dir,
+        &["call", demo.url(), "provision", "--arg", "name=orders"],
+    );
+    t.expect("Cancel");
+    t.send(ENTER);
+    t.expect("region:");
+    t.send(CTRL_C);
+    t.expect("arctern: interrupted");
+    assert_eq!(t.exit_code(), 130);
+}
+
+// ------------------------------------------------------------------ a URL question
+
+/// A sign-in page the user opens (URL mode: no fields).
+#[derive(Deserialize, JsonSchema)]
+struct SignIn {}
+
+impl Question for SignIn {
+    const KEY: &'static str = "sign_in";
+    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+        Ok(Ask::url(
+            "Sign in to the billing service to continue.",
+            "https://billing.example.com/authorize?session=42",
+        ))
+    }
+}
+
+/// A pair of checkboxes (a multi-select without titles).
+#[derive(Deserialize, JsonSchema)]
+struct Extras {
+    /// What else to include.
+    extras: Vec<Extra>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Extra {
+    Invoices,
+    Receipts,
+    Refunds,
+}
+
+impl Question for Extras {
+    const KEY: &'static str = "extras";
+    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+        Ok(Ask::form("Include anything else?"))
+    }
+}
+
+fn billing() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let server = McpServer::new("billing")
+            .tool(
+                "export",
+                "Exports billing data after sign-in.",
+                |AnswerOutcome(signed_in): AnswerOutcome<SignIn>, Answer(e): Answer<Extras>| async move {
+                    let extras: Vec<&str> = e
+                        .extras
+                        .iter()
+                        .map(|x| match x {
+                            Extra::Invoices => "invoices",
+                            Extra::Receipts => "receipts",
+                            Extra::Refunds => "refunds",
+                        })
+                        .collect();
+                    match signed_in {
+                        Decision::Accepted(_) => format!("Exported: {}", extras.join(" + ")),
+                        _ => "Not signed in.".to_owned(),
+                    }
+                },
+            )
+            .build()
+            .expect("a valid server");
+        common::serve(server)
+    })
+}
+
+#[test]
+fn a_url_question_shows_the_domain_and_asks_first() {
+    let dir = scratch("pty-url");
+    let mut t = Terminal::spawn(&dir, &["call", billing(), "export"]);
+    // Both questions come in one round; they are asked one at a time, in key order.
+    t.expect("Include anything else?");
+    t.send(ENTER);
+    t.expect("refunds");
+    t.send(DOWN);
+    t.send(" ");
+    t.send(DOWN);
+    t.send(" ");
+    t.send(ENTER);
+    t.expect("extras: receipts, refunds");
+    t.expect("Sign in to the billing service to continue.");
+    t.expect("URL:    https://billing.example.com/authorize?session=42");
+    t.expect("Domain: billing.example.com");
+    t.expect("Open it in the browser");
+    // Not the browser: the test machine has none. Printing it is consent too.
+    t.send(DOWN);
+    t.send(ENTER);
+    t.expect("Open this URL to continue: https://billing.example.com/authorize?session=42");
+    t.expect("Exported: receipts + refunds");
+    assert_eq!(t.exit_code(), 0);
+}

@@ -1,0 +1,530 @@
+//! The command without a terminal, as scripts and CI use it: against `arctern serve` (a
+//! child process on a free port), against the demo over stdio, and against the
+//! conformance fixture server (served from this process). Pre-answers, declines,
+//! `--output json`, exit codes, typed arguments, saved media, sampling and roots.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::{Demo, run, run_in, scratch};
+use serde_json::json;
+
+/// The conformance fixture server, served from this process.
+fn fixture() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| common::serve(arctern_conformance::fixture::server().expect("fixture")))
+}
+
+#[test]
+fn provision_answered_with_the_shorthand() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "provision",
+        "--arg",
+        "name=orders",
+        "--answer",
+        "region=eu-west-1",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Provisioned database \"orders\" in eu-west-1.\n");
+}
+
+#[test]
+fn provision_answered_with_json_and_json_output() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "provision",
+        "--arg",
+        "name=orders",
+        "--answer",
+        r#"region={"region":"us-east-2"}"#,
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let v = r.json();
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        "Provisioned database \"orders\" in us-east-2."
+    );
+    assert_eq!(v["savedFiles"], json!([]));
+}
+
+#[test]
+fn an_unanswered_question_fails_at_once_naming_its_key_and_schema() {
+    let demo = Demo::start();
+    let r = run(&["call", demo.url(), "provision", "--arg", "name=orders"]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+    for needle in [
+        "question \"region\"",
+        "Which region should the database live in?",
+        "\"required\":[\"region\"]",
+        "--answer region=",
+        "--decline region",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle:?} missing: {r:?}");
+    }
+    let r = run(&[
+        "call",
+        demo.url(),
+        "provision",
+        "--arg",
+        "name=orders",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 4, "{r:?}");
+    let e = &r.json()["error"];
+    assert_eq!(e["exitCode"], 4);
+    assert_eq!(e["kind"], "input-required");
+    assert_eq!(e["key"], "region");
+    assert_eq!(
+        e["requestedSchema"]["properties"]["region"]["type"],
+        "string"
+    );
+}
+
+#[test]
+fn a_declined_question_ends_with_exit_4() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "provision",
+        "--arg",
+        "name=orders",
+        "--decline",
+        "region",
+    ]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(r.stderr.contains("declined"), "{r:?}");
+}
+
+#[test]
+fn a_pre_answer_that_does_not_fit_is_a_usage_error() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "invite",
+        "--arg",
+        "workspace=acme",
+        "--answer",
+        r#"invitation={"email":"not-an-address","role":"editor","teams":["data"]}"#,
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("field email"), "{r:?}");
+    // The shorthand needs a one-field form.
+    let r = run(&[
+        "call",
+        demo.url(),
+        "invite",
+        "--arg",
+        "workspace=acme",
+        "--answer",
+        "invitation=ada@example.com",
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("exactly one field"), "{r:?}");
+}
+
+#[test]
+fn a_form_answer_takes_defaults_for_fields_left_out() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "invite",
+        "--arg",
+        "workspace=acme",
+        "--answer",
+        r#"invitation={"email":"ada@example.com","role":"Admin (can also manage people)","teams":["ops","data"]}"#,
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.stdout,
+        "Invited ada@example.com to acme as admin (ops, data); the invitation lasts 7 days and \
+         was emailed.\n"
+    );
+}
+
+#[test]
+fn arguments_are_typed_from_the_schema() {
+    let demo = Demo::start();
+    let r = run(&["call", demo.url(), "slow_count", "--arg", "steps=2"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Counted to 2.\n");
+    let r = run(&["call", demo.url(), "slow_count", "--arg", "steps=two"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("--arg steps: \"two\" is not an integer"),
+        "{r:?}"
+    );
+    let r = run(&["call", demo.url(), "slow_count"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("missing required argument: steps"),
+        "{r:?}"
+    );
+    let r = run(&[
+        "call",
+        demo.url(),
+        "echo",
+        "--json",
+        r#"{"text":"from json"}"#,
+    ]);
+    assert_eq!(r.stdout, "from json\n", "{r:?}");
+}
+
+#[test]
+fn usage_and_connection_failures_have_their_codes() {
+    let demo = Demo::start();
+    let r = run(&["call", demo.url(), "no_such_tool"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("has no tool \"no_such_tool\""), "{r:?}");
+    let r = run(&["call", demo.url()]);
+    assert_eq!(r.code, 2, "{r:?}");
+    let r = run(&["call", "--bogus-flag", demo.url(), "echo"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = format!("http://127.0.0.1:{port}/mcp");
+    let r = run(&["tools", &closed, "--output", "json"]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert_eq!(r.json()["error"]["kind"], "connection");
+}
+
+#[test]
+fn sampling_is_refused_without_a_command() {
+    let demo = Demo::start();
+    let r = run(&["call", demo.url(), "haiku", "--arg", "topic=rust"]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(r.stderr.contains("--sampling-command"), "{r:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_sampling_command_answers_the_llm_question() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "haiku",
+        "--arg",
+        "topic=rust",
+        "--sampling-command",
+        "sh -c 'grep -q \"Write a haiku about rust\" && echo \"Borrowed, never lost\"'",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Borrowed, never lost\n");
+    let r = run(&[
+        "call",
+        demo.url(),
+        "haiku",
+        "--arg",
+        "topic=rust",
+        "--sampling-command",
+        "sh -c 'exit 7'",
+    ]);
+    assert_eq!(r.code, 5, "{r:?}");
+}
+
+#[test]
+fn roots_come_from_root_flags() {
+    let demo = Demo::start();
+    let dir = scratch("roots");
+    let r = run(&["call", demo.url(), "list_roots"]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(r.stderr.contains("--root"), "{r:?}");
+    let r = run(&[
+        "call",
+        demo.url(),
+        "list_roots",
+        "--root",
+        dir.to_str().unwrap(),
+        "--root",
+        "file:///srv/shared",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    assert!(r.stdout.contains(&format!("{name}: file:///")), "{r:?}");
+    assert!(r.stdout.contains("file:///srv/shared"), "{r:?}");
+}
+
+#[test]
+fn prompts_and_resources_ask_too() {
+    let demo = Demo::start();
+    let r = run(&[
+        "prompt",
+        demo.url(),
+        "briefing",
+        "--arg",
+        "topic=MRTR",
+        "--answer",
+        "audience=engineers",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout
+            .starts_with("[user]\nWrite a one-page briefing on MRTR for engineers.")
+    );
+    let r = run(&[
+        "read",
+        demo.url(),
+        "config://prod",
+        "--answer",
+        "reveal=true",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let text = r.json()["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["env"],
+        "prod"
+    );
+    let r = run(&["read", demo.url(), "config://prod"]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(r.stderr.contains("question \"reveal\""), "{r:?}");
+}
+
+#[test]
+fn inspecting_the_demo() {
+    let demo = Demo::start();
+    let r = run(&["tools", demo.url()]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("provision"), "{r:?}");
+    assert!(r.stdout.contains("--arg name* (string)"), "{r:?}");
+    let r = run(&["tools", demo.url(), "--output", "json"]);
+    let names: Vec<String> = r.json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(names.contains(&"invite".to_owned()), "{names:?}");
+    let r = run(&["discover", demo.url(), "--output", "json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.json()["serverInfo"]["name"], "arctern-demo");
+    let r = run(&["discover", demo.url()]);
+    assert!(r.stdout.contains("arctern-demo"), "{r:?}");
+    let r = run(&["prompts", demo.url()]);
+    assert!(r.stdout.contains("briefing"), "{r:?}");
+    let r = run(&["resources", demo.url(), "--output", "json"]);
+    assert_eq!(
+        r.json()["resourceTemplates"][0]["uriTemplate"],
+        "config://{env}"
+    );
+}
+
+#[test]
+fn the_demo_over_stdio() {
+    let command = format!("'{}' serve --stdio", common::ARCTERN);
+    let r = run(&[
+        "call",
+        "--stdio",
+        &command,
+        "provision",
+        "--arg",
+        "name=orders",
+        "--answer",
+        "region=ap-south-1",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Provisioned database \"orders\" in ap-south-1.\n");
+    let r = run(&["tools", "--stdio", &command]);
+    assert!(r.stdout.contains("slow_count"), "{r:?}");
+}
+
+// ------------------------------------------------------------------ the conformance fixture
+
+#[test]
+fn fixture_images_and_audio_are_saved_to_files() {
+    let dir = scratch("media");
+    let r = run_in(&dir, &["call", fixture(), "test_image_content"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let png = dir.join("test_image_content-0.png");
+    assert!(
+        r.stdout.contains("saved to ./test_image_content-0.png"),
+        "{r:?}"
+    );
+    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+    let out = dir.join("out");
+    let r = run(&[
+        "call",
+        fixture(),
+        "test_audio_content",
+        "--save-dir",
+        out.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let saved = &r.json()["savedFiles"][0];
+    assert_eq!(saved["mimeType"], "audio/wav");
+    let wav = std::path::PathBuf::from(saved["path"].as_str().unwrap());
+    assert_eq!(wav, out.join("test_audio_content-0.wav"));
+    assert_eq!(&std::fs::read(&wav).unwrap()[..4], b"RIFF");
+    let r = run_in(&dir, &["call", fixture(), "test_multiple_content_types"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout
+            .starts_with("Multiple content types test:\n[image image/png"),
+        "{r:?}"
+    );
+    assert!(
+        r.stdout
+            .contains("[resource test://mixed-content-resource (application/json)]"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn fixture_tool_errors_exit_1() {
+    let r = run(&["call", fixture(), "test_error_handling"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("intentionally returns an error"), "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+}
+
+#[test]
+fn fixture_enum_forms_take_values_or_titles() {
+    let r = run(&[
+        "call",
+        fixture(),
+        "test_elicitation_sep1330_enums",
+        "--answer",
+        r#"sep1330={"untitledSingle":"option2","titledSingle":"Third Option","legacyEnum":"Option One","untitledMulti":["option1","option3"],"titledMulti":["value2"]}"#,
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let content = r
+        .stdout
+        .trim()
+        .strip_prefix("Elicitation completed: action=accept, content=")
+        .unwrap_or_else(|| panic!("{r:?}"));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(content).unwrap(),
+        json!({
+            "untitledSingle": "option2", "titledSingle": "value3", "legacyEnum": "opt1",
+            "untitledMulti": ["option1", "option3"], "titledMulti": ["value2"]
+        })
+    );
+}
+
+#[test]
+fn fixture_defaults_fill_an_empty_answer() {
+    let r = run(&[
+        "call",
+        fixture(),
+        "test_elicitation_sep1034_defaults",
+        "--answer",
+        "sep1034={}",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let content = r
+        .stdout
+        .trim()
+        .strip_prefix("Elicitation completed: action=accept, content=")
+        .unwrap_or_else(|| panic!("{r:?}"));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(content).unwrap(),
+        json!({"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true})
+    );
+}
+
+#[test]
+fn fixture_multi_round_and_mixed_questions() {
+    let r = run(&[
+        "call",
+        fixture(),
+        "test_input_required_result_multi_round",
+        "--answer",
+        "step1=Ada",
+        "--answer",
+        "step2=teal",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Ada likes teal\n");
+    // A name, a sampling request and the roots, in one round.
+    if cfg!(unix) {
+        let r = run(&[
+            "call",
+            fixture(),
+            "test_input_required_result_multiple_inputs",
+            "--answer",
+            "user_name=Ada",
+            "--sampling-command",
+            "sh -c 'cat >/dev/null; echo Hello there'",
+            "--root",
+            "file:///work/project",
+        ]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert_eq!(
+            r.stdout,
+            "Name: Ada; greeting: Hello there; roots: file:///work/project\n"
+        );
+    }
+    let r = run(&[
+        "prompt",
+        fixture(),
+        "test_input_required_result_prompt",
+        "--answer",
+        "user_context=release notes",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.json()["result"]["messages"][0]["content"]["text"],
+        "Write a short note using this context: release notes"
+    );
+}
+
+#[test]
+fn fixture_log_messages_go_to_stderr() {
+    let r = run(&["call", fixture(), "test_tool_with_logging"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Logging test completed\n");
+    assert!(
+        r.stderr
+            .contains("[info] conformance: Tool execution started"),
+        "{r:?}"
+    );
+    let r = run(&[
+        "call",
+        fixture(),
+        "test_tool_with_logging",
+        "--log-level",
+        "error",
+    ]);
+    assert!(!r.stderr.contains("Tool execution started"), "{r:?}");
+}
+
+#[test]
+fn fixture_inspection() {
+    let r = run(&["resources", fixture(), "--output", "json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        !r.json()["resources"].as_array().unwrap().is_empty(),
+        "{r:?}"
+    );
+    let r = run(&["prompt", fixture(), "test_prompt_with_arguments"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("missing required prompt argument"),
+        "{r:?}"
+    );
+}
