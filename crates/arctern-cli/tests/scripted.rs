@@ -349,6 +349,83 @@ fn the_demo_over_stdio() {
     assert!(r.stdout.contains("slow_count"), "{r:?}");
 }
 
+/// The benchmark's contract, on the wire, through the project's client one round at a time:
+/// `echo` answers at once; `confirm` first returns `input_required` with exactly one form
+/// question, key `confirm`, schema `{ok: boolean}`, and a sealed `requestState`; the retry
+/// with `ok: true` returns one text block equal to the text.
+#[test]
+fn the_benchmark_contract_of_echo_and_confirm() {
+    use arctern::client::{Client, Continuation, Outcome};
+    use arctern::types::content::ContentBlock;
+    use arctern::types::elicitation::ElicitResult;
+
+    let demo = Demo::start();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // The elicitation capability is declared; the manual rounds below answer by hand.
+        let client = Client::builder()
+            .on_elicit(|_| async { Ok(ElicitResult::decline()) })
+            .connect(demo.url())
+            .await
+            .unwrap();
+        let text = "contract text 42";
+
+        let echo = client
+            .call_tool_once("echo", json!({"text": text}), Continuation::new())
+            .await
+            .unwrap();
+        let Outcome::Complete(echo) = echo else {
+            panic!("echo asked for input: {echo:?}")
+        };
+        assert_eq!(echo.content, vec![ContentBlock::text(text)]);
+
+        let round = client
+            .call_tool_once("confirm", json!({"text": text}), Continuation::new())
+            .await
+            .unwrap();
+        let Outcome::InputRequired(round) = round else {
+            panic!("confirm did not ask: {round:?}")
+        };
+        let wire = serde_json::to_value(&round).unwrap();
+        assert_eq!(wire["resultType"], "input_required", "{wire}");
+        let requests = wire["inputRequests"].as_object().unwrap();
+        assert_eq!(requests.keys().collect::<Vec<_>>(), ["confirm"], "{wire}");
+        let ask = &requests["confirm"];
+        assert_eq!(ask["method"], "elicitation/create", "{wire}");
+        assert_ne!(ask["params"]["mode"], "url", "{wire}");
+        let schema = &ask["params"]["requestedSchema"];
+        let fields = schema["properties"].as_object().unwrap();
+        assert_eq!(fields.keys().collect::<Vec<_>>(), ["ok"], "{wire}");
+        assert_eq!(fields["ok"]["type"], "boolean", "{wire}");
+        let state = round.request_state.clone().expect("a requestState");
+        assert!(!state.is_empty());
+        // Sealed: neither the arguments nor the question's key can be read from it.
+        assert!(
+            !state.contains(text) && !state.contains("confirm"),
+            "{state}"
+        );
+
+        let done = client
+            .call_tool_once(
+                "confirm",
+                json!({"text": text}),
+                Continuation::after(&round)
+                    .with_response("confirm", ElicitResult::accept([("ok", true)])),
+            )
+            .await
+            .unwrap();
+        let Outcome::Complete(done) = done else {
+            panic!("confirm asked again: {done:?}")
+        };
+        assert_eq!(done.is_error, None);
+        assert_eq!(done.content, vec![ContentBlock::text(text)]);
+        let _ = client.close().await;
+    });
+}
+
 // ------------------------------------------------------------------ the conformance fixture
 
 #[test]
