@@ -16,6 +16,7 @@ use futures::FutureExt;
 
 use super::cache::Cache;
 use super::handler::{ClientHandler, Handlers, Input};
+use super::legacy::{Era, Hub, InFlight};
 use super::negotiate::Negotiated;
 use super::notify::{LogFn, Observer, ProgressFn};
 use super::transport::Transport;
@@ -53,6 +54,9 @@ pub struct ClientBuilder {
     deadline: Option<Duration>,
     request_timeout: Option<Duration>,
     versions: Vec<ProtocolVersion>,
+    legacy_versions: Vec<ProtocolVersion>,
+    era: Option<Era>,
+    probe_timeout: Duration,
     discover: bool,
     cache: Option<usize>,
 }
@@ -64,6 +68,8 @@ impl std::fmt::Debug for ClientBuilder {
             .field("handlers", &self.handlers)
             .field("max_rounds", &self.max_rounds)
             .field("versions", &self.versions)
+            .field("legacy_versions", &self.legacy_versions)
+            .field("era", &self.era)
             .field("discover", &self.discover)
             .finish_non_exhaustive()
     }
@@ -77,7 +83,8 @@ impl Default for ClientBuilder {
 
 impl ClientBuilder {
     /// A client named `arctern-client` with this crate's version, no handlers, the default
-    /// round cap, every modern protocol version, and discovery on connect.
+    /// round cap, every protocol version this crate implements (modern and legacy), era
+    /// detection and discovery on connect.
     pub fn new() -> Self {
         ClientBuilder {
             info: Implementation::new("arctern-client", env!("CARGO_PKG_VERSION")),
@@ -87,6 +94,9 @@ impl ClientBuilder {
             deadline: None,
             request_timeout: None,
             versions: ProtocolVersion::MODERN.to_vec(),
+            legacy_versions: ProtocolVersion::LEGACY.to_vec(),
+            era: None,
+            probe_timeout: super::DEFAULT_PROBE_TIMEOUT,
             discover: true,
             cache: None,
         }
@@ -211,13 +221,39 @@ impl ClientBuilder {
         self
     }
 
-    /// The protocol versions to offer, preferred first (default: every modern version this
-    /// crate implements).
+    /// The protocol versions to offer, preferred first (default: every version this crate
+    /// implements). Modern versions (2026-07-28 and later) are used per request; legacy ones
+    /// (2025-11-25, 2025-06-18) are proposed in `initialize` when the server turns out to be
+    /// a legacy one. Without a legacy version the client never falls back to `initialize`;
+    /// without a modern one it only speaks the legacy era.
     pub fn protocol_versions(
         mut self,
         versions: impl IntoIterator<Item = impl Into<ProtocolVersion>>,
     ) -> Self {
-        self.versions = versions.into_iter().map(Into::into).collect();
+        let (modern, legacy): (Vec<ProtocolVersion>, Vec<ProtocolVersion>) = versions
+            .into_iter()
+            .map(Into::into)
+            .partition(ProtocolVersion::is_modern);
+        self.versions = modern;
+        self.legacy_versions = legacy;
+        self
+    }
+
+    /// Pins the era instead of detecting it: [`Era::Legacy`] opens a session with
+    /// `initialize` right away (no `server/discover` probe); [`Era::Modern`] never falls back
+    /// to `initialize`. By default the client detects the era when it connects: it sends
+    /// `server/discover` and falls back to `initialize` when the server does not look modern
+    /// (any error but a recognised 2026-07-28 one, an HTTP 4xx without one, or no answer
+    /// within the [probe timeout](Self::probe_timeout)).
+    pub fn era(mut self, era: Era) -> Self {
+        self.era = Some(era);
+        self
+    }
+
+    /// How long era detection waits for the answer to `server/discover` before it takes
+    /// silence for a legacy server (default [`DEFAULT_PROBE_TIMEOUT`](super::DEFAULT_PROBE_TIMEOUT)).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
         self
     }
 
@@ -246,12 +282,31 @@ impl ClientBuilder {
         self
     }
 
-    /// A client over `transport`, without any exchange (no discovery).
+    /// A client over `transport`, without any exchange (no discovery, no `initialize`): it
+    /// speaks the modern era until told otherwise. A client pinned to the legacy era, or
+    /// offering no modern version, must [connect](Self::connect_with) instead.
     pub fn build(self, transport: impl Transport) -> Result<Client> {
-        if self.versions.is_empty() || !self.versions.iter().any(ProtocolVersion::is_modern) {
+        if self.versions.is_empty() || self.era == Some(Era::Legacy) {
             return Err(Error::new(
                 ErrorKind::Config,
-                "offer at least one modern (2026-07-28 or later) protocol version",
+                "a client without a modern protocol version, or pinned to the legacy era, \
+                 must connect (initialize) instead of being built",
+            ));
+        }
+        self.assemble(transport)
+    }
+
+    fn assemble(mut self, transport: impl Transport) -> Result<Client> {
+        if self.era == Some(Era::Modern) {
+            self.legacy_versions.clear();
+        }
+        if self.era == Some(Era::Legacy) {
+            self.versions.clear();
+        }
+        if self.versions.is_empty() && self.legacy_versions.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "offer at least one protocol version of the era the client speaks",
             ));
         }
         let capabilities = self.handlers.caps.to_client_capabilities();
@@ -260,46 +315,63 @@ impl ClientBuilder {
         let capabilities_raw = serde_json::value::to_raw_value(&capabilities).map_err(codec)?;
         let info_raw = Some(serde_json::value::to_raw_value(&self.info).map_err(codec)?);
         let transport: Arc<dyn Transport> = Arc::new(transport);
-        let global = self.observer.clone();
-        transport.set_unrouted_sink(Arc::new(move |note| global.dispatch(&note)));
+        let hub = Arc::new(Hub::new(self.observer.clone()));
+        let sink = hub.clone();
+        transport.set_unrouted_sink(Arc::new(move |note| sink.dispatch(note)));
         let preferred = self
             .versions
             .iter()
             .find(|v| v.is_modern())
             .cloned()
             .unwrap_or(ProtocolVersion::LATEST);
-        let inner = Inner {
-            mirrors: transport.mirrors_headers(),
-            transport,
-            handlers: self.handlers,
-            capabilities,
-            capabilities_raw,
-            info: self.info,
-            info_raw,
-            versions: self.versions,
-            negotiated: RwLock::new(Arc::new(Negotiated::new(preferred))),
-            next_id: AtomicI64::new(1),
-            observer: self.observer,
-            max_rounds: self.max_rounds,
-            deadline: self.deadline,
-            request_timeout: self.request_timeout,
-            cache: self.cache.map(|n| Arc::new(Cache::new(n))),
-            tools: Arc::new(RwLock::new(ToolIndex::default())),
-            tools_refresh: tokio::sync::Mutex::new(()),
-        };
-        Ok(Client {
-            inner: Arc::new(inner),
-        })
+        let era_pin = self.era;
+        let inner = Arc::new_cyclic(|weak: &std::sync::Weak<Inner>| {
+            let weak = weak.clone();
+            // Requests of a legacy server that arrive outside a call's stream (stdio).
+            transport.set_request_sink(Arc::new(move |request| {
+                if let Some(inner) = weak.upgrade() {
+                    Client { inner }.spawn_answer(request);
+                }
+            }));
+            Inner {
+                mirrors: transport.mirrors_headers(),
+                transport,
+                handlers: self.handlers,
+                capabilities,
+                capabilities_raw,
+                info: self.info,
+                info_raw,
+                versions: self.versions,
+                legacy_versions: self.legacy_versions,
+                era: era_pin,
+                probe_timeout: self.probe_timeout,
+                negotiated: RwLock::new(Arc::new(Negotiated::new(preferred))),
+                next_id: AtomicI64::new(1),
+                observer: self.observer,
+                max_rounds: self.max_rounds,
+                deadline: self.deadline,
+                request_timeout: self.request_timeout,
+                cache: self.cache.map(|n| Arc::new(Cache::new(n))),
+                tools: Arc::new(RwLock::new(ToolIndex::default())),
+                tools_refresh: tokio::sync::Mutex::new(()),
+                hub,
+                in_flight: InFlight::default(),
+                listener: std::sync::Mutex::new(None),
+            }
+        });
+        Ok(Client { inner })
     }
 
-    /// A client over `transport`; sends `server/discover` first unless turned
-    /// [off](Self::discover).
-    pub async fn connect_with(self, transport: impl Transport) -> Result<Client> {
+    /// A client over `transport`, after era detection: `server/discover` first (unless
+    /// turned [off](Self::discover)), and `initialize` when the server is a legacy one or the
+    /// client is [pinned](Self::era) to the legacy era.
+    pub async fn connect_with(mut self, transport: impl Transport) -> Result<Client> {
         let discover = self.discover;
-        let client = self.build(transport)?;
-        if discover {
-            client.probe().await?;
+        if self.versions.is_empty() {
+            self.era = Some(Era::Legacy);
         }
+        let client = self.assemble(transport)?;
+        client.probe(discover).await?;
         Ok(client)
     }
 

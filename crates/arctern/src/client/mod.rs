@@ -81,6 +81,7 @@ mod cache;
 mod error;
 mod handler;
 pub mod headers;
+mod legacy;
 mod mrtr;
 mod negotiate;
 mod notify;
@@ -124,9 +125,10 @@ use tokio::time::Instant;
 pub use builder::{ClientBuilder, DEFAULT_MAX_ROUNDS};
 pub use error::{InputRequiredError, InputRequiredReason, VersionError};
 pub use handler::{ClientHandler, HandlerCapabilities, Input, InputOrigin};
+pub use legacy::Era;
 pub use mrtr::{CallOptions, Continuation, Outcome};
 pub use notify::{LogFn, ProgressFn, ServerNotification, Subscription};
-pub use transport::{MessageStream, OutgoingMessage, Transport, UnroutedSink};
+pub use transport::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
 
 /// The Streamable HTTP client transport (also at [`crate::transport::http::client`]).
 #[cfg(feature = "http")]
@@ -147,6 +149,10 @@ use notify::Observer;
 use wire::{Envelope, Retry};
 
 use crate::{Error, ErrorKind, Result};
+
+/// How long the `server/discover` probe of era detection waits before it takes silence for a
+/// legacy server, unless configured.
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The most pages a list helper follows before it gives up on a server that never stops.
 const MAX_PAGES: usize = 10_000;
@@ -179,6 +185,11 @@ struct Inner {
     info: Implementation,
     info_raw: Option<Box<RawValue>>,
     versions: Vec<ProtocolVersion>,
+    /// The legacy versions offered in `initialize`, preferred first (empty: modern only).
+    legacy_versions: Vec<ProtocolVersion>,
+    /// The era the client was pinned to, if any.
+    era: Option<Era>,
+    probe_timeout: Duration,
     negotiated: RwLock<Arc<Negotiated>>,
     next_id: AtomicI64,
     observer: Observer,
@@ -188,6 +199,25 @@ struct Inner {
     cache: Option<Arc<Cache>>,
     tools: Arc<RwLock<ToolIndex>>,
     tools_refresh: tokio::sync::Mutex<()>,
+    /// Session-wide notifications of a legacy session.
+    hub: Arc<legacy::Hub>,
+    /// The legacy calls in flight (to tie stray server requests to them).
+    in_flight: legacy::InFlight,
+    /// The task reading a legacy session's `GET` stream.
+    listener: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .listener
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
 }
 
 /// What the client knows about the listed tools: which arguments each mirrors into headers,
@@ -267,8 +297,18 @@ impl Client {
         &self.inner.info
     }
 
-    /// Shuts the transport down. In-flight calls fail with [`ErrorKind::Closed`].
+    /// Shuts the transport down (and ends a legacy HTTP session with `DELETE`). In-flight
+    /// calls fail with [`ErrorKind::Closed`].
     pub async fn close(&self) -> Result<()> {
+        let listener = self
+            .inner
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(task) = listener {
+            task.abort();
+        }
         self.inner.transport.close().await
     }
 
@@ -290,10 +330,21 @@ impl Client {
     async fn exchange<P: Serialize + Sync>(&self, req: Req<'_, P>) -> Result<Box<RawValue>> {
         let mut version_retried = false;
         let mut headers_retried = false;
+        let mut session_renewed = false;
         loop {
             let negotiated = self.negotiated();
             let (id, body, headers) = self.encode(&req, &negotiated).await?;
             match self.round_trip(id, req.method, body, headers, &req).await {
+                Err(e) if negotiated.era == Era::Legacy => {
+                    if !session_renewed && session_gone(&e) {
+                        // The server forgot the session: open a new one and retry once.
+                        session_renewed = true;
+                        tracing::debug!("the legacy session expired; initializing again");
+                        self.initialize_boxed().await?;
+                        continue;
+                    }
+                    return Err(e);
+                }
                 Err(e) => {
                     let code = e.protocol_error().map(|o| o.code);
                     if code == Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) && !version_retried {
@@ -330,6 +381,11 @@ impl Client {
         negotiated: &Negotiated,
     ) -> Result<(i64, Bytes, http::HeaderMap)> {
         let id = self.next_id();
+        if negotiated.era == Era::Legacy {
+            let token = req.observer.wants_progress().then_some(id);
+            let body = wire::encode_legacy_request(id, req.method, req.params, token)?;
+            return Ok((id, body, self.legacy_headers(negotiated)));
+        }
         let meta = Envelope {
             version: negotiated.version.as_str(),
             capabilities: &self.inner.capabilities_raw,
@@ -371,11 +427,29 @@ impl Client {
         let request_id = RequestId::Number(id);
         let mut message = OutgoingMessage::new(Some(request_id.clone()), method, body);
         message.headers = headers;
+        let legacy = self.negotiated().era == Era::Legacy;
+        let origin = Arc::new(InputOrigin::new(method, req.name.unwrap_or_default()));
+        let _in_flight = (legacy && methods::is_mrtr_method(method))
+            .then(|| self.inner.in_flight.enter(id, origin.clone()));
         let work = async {
             let mut stream = self.inner.transport.send(message).await?;
-            while let Some(item) = stream.next().await {
+            // A legacy server asks on the call's own stream and waits for the answers before
+            // it answers the call: answer them while reading on.
+            let mut answering = futures::stream::FuturesUnordered::new();
+            loop {
+                let item = tokio::select! {
+                    item = stream.next() => item,
+                    Some(()) = answering.next(), if !answering.is_empty() => continue,
+                };
+                let Some(item) = item else { break };
                 match item? {
-                    JsonRpcMessage::Notification(note) => req.observer.dispatch(&note),
+                    JsonRpcMessage::Notification(note) => {
+                        if legacy && !is_request_scoped(&note.method) {
+                            self.inner.hub.dispatch(note);
+                        } else {
+                            req.observer.dispatch(&note);
+                        }
+                    }
                     JsonRpcMessage::Response(r) if r.id == request_id => {
                         return Ok(r.result);
                     }
@@ -383,6 +457,9 @@ impl Client {
                         if e.id.as_ref().is_none_or(|eid| *eid == request_id) =>
                     {
                         return Err(Error::protocol(e.error));
+                    }
+                    JsonRpcMessage::Request(r) if legacy => {
+                        answering.push(self.answer_server_request(r, origin.clone()));
                     }
                     JsonRpcMessage::Request(r) => {
                         tracing::warn!(method = %r.method, "ignored a request from the server (2026-07-28 servers send none)");
@@ -494,22 +571,65 @@ impl Client {
         Ok(result)
     }
 
-    /// The probe a freshly built client runs.
-    pub(crate) async fn probe(&self) -> Result<()> {
-        match self.discover().await {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::Version => Err(e),
-            Err(e) => match negotiate::classify_probe_failure(&e) {
-                negotiate::ProbeFailure::Modern | negotiate::ProbeFailure::Unreachable => Err(e),
-                // Where a dual-era client would fall back to `initialize`.
-                negotiate::ProbeFailure::NotModern => Err(Error::new(
-                    ErrorKind::Version,
-                    "server/discover failed: the server does not look like a 2026-07-28 server \
-                     (legacy servers are not supported by this client yet)",
-                )
-                .with_source(e)),
-            },
+    /// Era detection, run when a client connects: `initialize` when pinned to the legacy
+    /// era; else `server/discover` (unless discovery is off), falling back to `initialize`
+    /// when the server does not look modern (and a legacy version is offered).
+    pub(crate) async fn probe(&self, discover: bool) -> Result<()> {
+        match self.inner.era {
+            Some(Era::Legacy) => return self.initialize().await.map(drop),
+            Some(Era::Modern) if discover => return self.discover().await.map(drop),
+            _ if !discover => return Ok(()),
+            _ => {}
         }
+        let failure = match self.discover_within(self.inner.probe_timeout).await {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let fall_back = match failure.kind() {
+            // A modern server that shares no modern version with us: only a legacy version
+            // it also lists can help.
+            ErrorKind::Version => VersionError::of(&failure).is_none_or(|v| {
+                v.server.is_empty()
+                    || v.server
+                        .iter()
+                        .any(|s| self.inner.legacy_versions.iter().any(|l| l == s.as_str()))
+            }),
+            _ => matches!(
+                negotiate::classify_probe_failure(&failure),
+                negotiate::ProbeFailure::NotModern
+            ),
+        };
+        if !fall_back || self.inner.legacy_versions.is_empty() {
+            return Err(failure);
+        }
+        tracing::debug!(error = %failure, "server/discover failed; trying initialize");
+        match self.initialize().await {
+            Ok(_) => Ok(()),
+            // `-32022` to `initialize` is modern evidence after all: probe once more.
+            Err(e)
+                if e.protocol_error().map(|o| o.code)
+                    == Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) =>
+            {
+                self.discover().await.map(drop)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn discover_within(&self, limit: Duration) -> Result<DiscoverResult> {
+        match tokio::time::timeout(limit, self.discover()).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::new(
+                ErrorKind::Timeout,
+                format!("server/discover got no answer within {limit:?}"),
+            )),
+        }
+    }
+
+    // `initialize` leads back into `exchange` (logging/setLevel); boxing keeps the future
+    // types finite.
+    fn initialize_boxed(&self) -> BoxFuture<'_, Result<arctern_types::legacy::InitializeResult>> {
+        Box::pin(self.initialize())
     }
 
     // ---------------------------------------------------------------- lists
@@ -600,7 +720,8 @@ impl Client {
 
     /// Validates a listed tool's `x-mcp-header` annotations (HTTP only).
     fn index_tool(&self, tool: &Tool) -> std::result::Result<Arc<HeaderPlan>, String> {
-        if !self.inner.mirrors {
+        // `x-mcp-header` means nothing on the legacy wire.
+        if !self.inner.mirrors || self.is_legacy() {
             return Ok(Arc::new(HeaderPlan::default()));
         }
         headers::validate_tool(tool).map(Arc::new).map_err(|why| {
@@ -1157,6 +1278,9 @@ impl Client {
     /// invalidate the matching cached lists.
     pub async fn subscribe(&self, filter: SubscriptionFilter) -> Result<Subscription> {
         let negotiated = self.negotiated();
+        if negotiated.era == Era::Legacy {
+            return self.subscribe_legacy(filter).await;
+        }
         let params = wire::ListenParams {
             notifications: &filter,
         };
@@ -1246,6 +1370,29 @@ impl InputOrigin {
     pub fn resource(uri: impl Into<String>) -> Self {
         InputOrigin::new(methods::RESOURCES_READ, uri)
     }
+}
+
+/// Whether a notification belongs to the request whose stream it arrived on.
+fn is_request_scoped(method: &str) -> bool {
+    method == methods::NOTIFICATIONS_PROGRESS || method == methods::NOTIFICATIONS_MESSAGE
+}
+
+/// Whether `error` says the server no longer knows the legacy session (HTTP 404).
+fn session_gone(error: &Error) -> bool {
+    #[cfg(feature = "http")]
+    {
+        let mut source = std::error::Error::source(error);
+        while let Some(s) = source {
+            if let Some(status) =
+                s.downcast_ref::<crate::transport::http::client::HttpStatusError>()
+            {
+                return status.status == http::StatusCode::NOT_FOUND;
+            }
+            source = s.source();
+        }
+    }
+    let _ = error;
+    false
 }
 
 fn object_arguments(arguments: Value) -> Result<Option<JsonObject>> {

@@ -5,21 +5,22 @@
 //! (unsupported protocol version) the client picks the newest version it shares from
 //! `error.data.supported` and retries once.
 //!
-//! Era detection lives here so that the legacy fallback (`initialize`, 2025-11-25 and
-//! earlier) can be added in one place: [`classify_probe_failure`] already tells a modern
-//! server's version mismatch from a server that does not look modern at all, which is
-//! where a dual-era client would switch to `initialize`.
+//! Era detection: [`classify_probe_failure`] tells a modern server's version mismatch (or
+//! another recognised 2026 error) from a server that does not look modern at all — any other
+//! JSON-RPC error, a 4xx without a modern error body, a result that is not a discover
+//! result, or silence — which is where the client falls back to `initialize`.
 
 use std::sync::Arc;
 
+use arctern_types::ErrorObject;
 use arctern_types::capabilities::ServerCapabilities;
 use arctern_types::discover::DiscoverResult;
 use arctern_types::implementation::Implementation;
 use arctern_types::version::ProtocolVersion;
-use arctern_types::{ErrorCode, ErrorObject};
 use http::HeaderValue;
 
 use super::error::VersionError;
+use super::legacy::Era;
 use crate::Error;
 
 /// What the client knows about the server it talks to.
@@ -31,6 +32,7 @@ pub(crate) struct Negotiated {
     pub(crate) capabilities: Option<ServerCapabilities>,
     pub(crate) instructions: Option<String>,
     pub(crate) discovered: bool,
+    pub(crate) era: Era,
 }
 
 impl Negotiated {
@@ -42,6 +44,7 @@ impl Negotiated {
             capabilities: None,
             instructions: None,
             discovered: false,
+            era: Era::Modern,
         }
     }
 
@@ -106,7 +109,7 @@ fn legacy_note(theirs: &[String]) -> Option<String> {
     theirs
         .iter()
         .any(|v| !ProtocolVersion::new(v.clone()).is_modern())
-        .then(|| "legacy (initialize) versions are not supported by this client yet".to_owned())
+        .then(|| "the server also speaks legacy (initialize) versions".to_owned())
 }
 
 /// What a `-32022` answer tells: the version to retry with, or the error to give up with.
@@ -129,8 +132,9 @@ pub(crate) enum ProbeFailure {
     /// A modern server that rejected something about the request (a recognised 2026
     /// error code): keep the modern era and surface the error.
     Modern,
-    /// Not recognisably modern (method not found, another error, silence): a dual-era
-    /// client would fall back to `initialize` here.
+    /// Not recognisably modern (method not found, another error, a 4xx without a modern
+    /// error body, a result that is not a discover result, silence): fall back to
+    /// `initialize`.
     NotModern,
     /// The transport failed; nothing can be concluded.
     Unreachable,
@@ -142,11 +146,31 @@ pub(crate) enum ProbeFailure {
 pub(crate) fn classify_probe_failure(error: &Error) -> ProbeFailure {
     match error.protocol_error() {
         Some(obj) if obj.code.is_modern_envelope_error() => ProbeFailure::Modern,
-        Some(obj) if obj.code == ErrorCode::INVALID_PARAMS => ProbeFailure::NotModern,
         Some(_) => ProbeFailure::NotModern,
-        None if error.is_timeout() => ProbeFailure::NotModern,
+        None if error.is_timeout() || error.kind() == crate::ErrorKind::Codec => {
+            ProbeFailure::NotModern
+        }
+        None if http_client_error(error) => ProbeFailure::NotModern,
         None => ProbeFailure::Unreachable,
     }
+}
+
+/// Whether `error` came from an HTTP 4xx answer that carried no JSON-RPC message.
+fn http_client_error(error: &Error) -> bool {
+    #[cfg(feature = "http")]
+    {
+        let mut source = std::error::Error::source(error);
+        while let Some(s) = source {
+            if let Some(status) =
+                s.downcast_ref::<crate::transport::http::client::HttpStatusError>()
+            {
+                return status.status.is_client_error();
+            }
+            source = s.source();
+        }
+    }
+    let _ = error;
+    false
 }
 
 #[cfg(test)]

@@ -190,6 +190,22 @@ impl Subscription {
         }
     }
 
+    /// A subscription fed by the client itself (legacy sessions, whose notifications arrive
+    /// on the session rather than on a stream of their own).
+    pub(crate) fn local(
+        id: RequestId,
+        acknowledged: SubscriptionFilter,
+        stream: MessageStream,
+        hook: Option<ChangeHook>,
+    ) -> Subscription {
+        Subscription {
+            id,
+            acknowledged,
+            stream: Some(stream),
+            hook,
+        }
+    }
+
     /// The JSON-RPC id of the `subscriptions/listen` request (every notification of this
     /// stream carries it as its subscription id).
     pub fn id(&self) -> &RequestId {

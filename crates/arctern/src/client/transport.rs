@@ -5,7 +5,7 @@ use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use arctern_types::jsonrpc::{JsonRpcMessage, JsonRpcNotification, RequestId};
+use arctern_types::jsonrpc::{JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId};
 use bytes::Bytes;
 use futures::Stream;
 use futures::future::BoxFuture;
@@ -23,6 +23,11 @@ pub type MessageStream = Pin<Box<dyn Stream<Item = crate::Result<JsonRpcMessage>
 /// `notifications/message`, and anything else that carries no progress token or
 /// subscription id of an open request).
 pub type UnroutedSink = Arc<dyn Fn(JsonRpcNotification) + Send + Sync>;
+
+/// Receives the requests a legacy (2025-era) server sends outside any response stream (on
+/// stdio: every server→client request). The client answers each with
+/// [`Transport::notify`], passing the serialized response.
+pub type RequestSink = Arc<dyn Fn(JsonRpcRequest) + Send + Sync>;
 
 /// One outgoing JSON-RPC message, serialized, with the HTTP headers that mirror it.
 #[non_exhaustive]
@@ -93,6 +98,24 @@ pub trait Transport: Send + Sync + 'static {
         let _ = sink;
     }
 
+    /// Registers where server→client requests that arrive outside a response stream go
+    /// (legacy sessions). Transports that deliver them on response streams, or that never
+    /// see any, may ignore this; without a sink a transport answers them `-32601`.
+    fn set_request_sink(&self, sink: RequestSink) {
+        let _ = sink;
+    }
+
+    /// Opens the stream of messages a legacy server sends outside any request (the GET
+    /// stream of 2025-era Streamable HTTP), with `headers` added to the request. `None`
+    /// when the transport has no such stream or the server offers none.
+    fn listen(
+        &self,
+        headers: http::HeaderMap,
+    ) -> BoxFuture<'static, crate::Result<Option<MessageStream>>> {
+        let _ = headers;
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
     /// Shuts the transport down: in-flight requests fail with
     /// [`ErrorKind::Closed`](crate::ErrorKind::Closed), a child process is stopped.
     fn close(&self) -> BoxFuture<'static, crate::Result<()>>;
@@ -110,6 +133,15 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     }
     fn set_unrouted_sink(&self, sink: UnroutedSink) {
         (**self).set_unrouted_sink(sink)
+    }
+    fn set_request_sink(&self, sink: RequestSink) {
+        (**self).set_request_sink(sink)
+    }
+    fn listen(
+        &self,
+        headers: http::HeaderMap,
+    ) -> BoxFuture<'static, crate::Result<Option<MessageStream>>> {
+        (**self).listen(headers)
     }
     fn close(&self) -> BoxFuture<'static, crate::Result<()>> {
         (**self).close()

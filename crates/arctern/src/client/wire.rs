@@ -75,6 +75,52 @@ pub(crate) fn encode_request<P: Serialize>(
     Ok(Bytes::from(buf))
 }
 
+/// The `_meta` of a legacy request: only a progress token, when one is wanted.
+#[derive(Serialize)]
+struct LegacyMeta {
+    #[serde(rename = "progressToken")]
+    progress_token: i64,
+}
+
+#[derive(Serialize)]
+struct LegacyParams<'a, P: Serialize> {
+    #[serde(flatten)]
+    params: &'a P,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<LegacyMeta>,
+}
+
+#[derive(Serialize)]
+struct LegacyRequest<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    id: i64,
+    method: &'a str,
+    params: LegacyParams<'a, P>,
+}
+
+/// Serializes a whole JSON-RPC request of a legacy session: no envelope (the session
+/// negotiated it), `_meta.progressToken` only when progress is wanted.
+pub(crate) fn encode_legacy_request<P: Serialize>(
+    id: i64,
+    method: &str,
+    params: &P,
+    progress_token: Option<i64>,
+) -> Result<Bytes> {
+    let request = LegacyRequest {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params: LegacyParams {
+            params,
+            meta: progress_token.map(|progress_token| LegacyMeta { progress_token }),
+        },
+    };
+    let mut buf = Vec::with_capacity(256);
+    serde_json::to_writer(&mut buf, &request)
+        .map_err(|e| Error::new(ErrorKind::Codec, "could not encode a request").with_source(e))?;
+    Ok(Bytes::from(buf))
+}
+
 /// Params of requests that carry nothing but the envelope.
 #[derive(Serialize)]
 pub(crate) struct NoParams {}
@@ -237,6 +283,21 @@ mod tests {
         assert_eq!(
             std::str::from_utf8(&empty).unwrap(),
             r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}}"#
+        );
+    }
+
+    #[test]
+    fn encodes_legacy_requests_without_the_envelope() {
+        let bytes =
+            encode_legacy_request(3, "tools/list", &CursorParams { cursor: None }, None).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#
+        );
+        let bytes = encode_legacy_request(4, "ping", &NoParams {}, Some(4)).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"progressToken":4}}}"#
         );
     }
 

@@ -10,6 +10,13 @@
 //!   server treats as cancellation of the request.
 //! - Every message is bounded ([`HttpTransportBuilder::max_message_size`], 16 MiB by
 //!   default); malformed input fails the request it arrived on, never the process.
+//! - Legacy (2025-era) sessions: the `Mcp-Session-Id` a server assigns in its answer to
+//!   `initialize` is sent with every later request; [`Transport::listen`] opens the `GET`
+//!   stream; [`Transport::close`] ends the session with `DELETE`. An SSE stream that ends
+//!   before the final response after the server gave its events ids is resumed with `GET`
+//!   and `Last-Event-ID`, after the server's `retry` delay (SEP-1699 polling).
+//! - A response with an error status and no JSON-RPC message fails with an error whose
+//!   [`source`](std::error::Error::source) is an [`HttpStatusError`].
 //! - `http://` only: TLS is not built in (put a TLS-terminating proxy in front, or implement
 //!   [`Transport`] over your own HTTP stack).
 
@@ -22,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use arctern_types::jsonrpc::JsonRpcMessage;
+use arctern_types::jsonrpc::{JsonRpcMessage, RequestId};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream};
@@ -57,6 +64,42 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
 
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+
+/// The legacy session header.
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// The protocol version header (kept for the session's `GET` and `DELETE`).
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// The wait before resuming an SSE stream when the server named no `retry` delay.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The longest `retry` delay honoured (a server cannot park a call for hours).
+const MAX_RETRY: Duration = Duration::from_secs(60);
+/// Resumptions in a row that brought no message before a stream gives up.
+const MAX_IDLE_RESUMPTIONS: u32 = 16;
+
+/// The HTTP status of a response that carried no JSON-RPC message: the
+/// [`source`](std::error::Error::source) of the transport error it produced. A client uses
+/// it to tell a server that does not speak the modern protocol (a `4xx` without a modern
+/// error body) from a connection failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpStatusError {
+    /// The status.
+    pub status: StatusCode,
+}
+
+impl fmt::Display for HttpStatusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HTTP {}", self.status)
+    }
+}
+
+impl std::error::Error for HttpStatusError {}
+
+fn status_error(status: StatusCode, message: String) -> Error {
+    transport_error(message).with_source(HttpStatusError { status })
+}
 
 /// How a pending JSON value may grow before it is only re-parsed when the buffer doubles
 /// (keeps incremental parsing of a large body linear-ish).
@@ -200,6 +243,8 @@ impl HttpTransportBuilder {
                 permits: Arc::new(Semaphore::new(self.max_connections)),
                 returned: Notify::new(),
                 closed: CancellationToken::new(),
+                session: Mutex::new(None),
+                version: Mutex::new(None),
             }),
         })
     }
@@ -242,6 +287,10 @@ struct Inner {
     /// Signalled when a connection goes back to the pool.
     returned: Notify,
     closed: CancellationToken,
+    /// The legacy session id, from the answer to `initialize`.
+    session: Mutex<Option<HeaderValue>>,
+    /// The last `MCP-Protocol-Version` sent (for the session's `GET` and `DELETE`).
+    version: Mutex<Option<HeaderValue>>,
 }
 
 /// Aborts a task when dropped: dropping a connection closes its socket at once.
@@ -358,17 +407,44 @@ impl Inner {
         Err(last.unwrap_or_else(|| transport_error(format!("no address for {}", self.host))))
     }
 
+    fn session(&self) -> Option<HeaderValue> {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn request(&self, message: &OutgoingMessage) -> Request<Full<Bytes>> {
-        let mut request = Request::new(Full::new(message.body.clone()));
-        *request.method_mut() = Method::POST;
+        self.build(Method::POST, &message.headers, Some(&message.body))
+    }
+
+    /// A request to the endpoint: `body` makes it a JSON `POST`, else it asks for SSE.
+    fn build(
+        &self,
+        method: Method,
+        extra: &HeaderMap,
+        body: Option<&Bytes>,
+    ) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(body.cloned().unwrap_or_default()));
+        *request.method_mut() = method;
         *request.uri_mut() = self.path.clone();
         let headers = request.headers_mut();
-        headers.reserve(6 + message.headers.len() + self.headers.len());
+        headers.reserve(7 + extra.len() + self.headers.len());
         headers.insert(HOST, self.host_header.clone());
-        headers.insert(CONTENT_TYPE, JSON);
-        headers.insert(ACCEPT, ACCEPT_BOTH);
-        headers.insert(CONTENT_LENGTH, HeaderValue::from(message.body.len()));
-        for (name, value) in &message.headers {
+        match body {
+            Some(body) => {
+                headers.insert(CONTENT_TYPE, JSON);
+                headers.insert(ACCEPT, ACCEPT_BOTH);
+                headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+            }
+            None => {
+                headers.insert(ACCEPT, EVENT_STREAM);
+            }
+        }
+        if let Some(session) = self.session() {
+            headers.insert(MCP_SESSION_ID, session);
+        }
+        for (name, value) in extra {
             headers.append(name, value.clone());
         }
         for (name, value) in &self.headers {
@@ -381,6 +457,17 @@ impl Inner {
     async fn dispatch(
         &self,
         message: &OutgoingMessage,
+    ) -> Result<(http::Response<Incoming>, Conn)> {
+        if let Some(version) = message.headers.get(MCP_PROTOCOL_VERSION) {
+            *self.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.clone());
+        }
+        self.exchange(|| self.request(message)).await
+    }
+
+    /// Sends what `make` builds on a pooled (or new) connection, rebuilding it for a retry.
+    async fn exchange(
+        &self,
+        make: impl Fn() -> Request<Full<Bytes>>,
     ) -> Result<(http::Response<Incoming>, Conn)> {
         if self.closed.is_cancelled() {
             return Err(Error::new(ErrorKind::Closed, "the transport is closed"));
@@ -395,7 +482,7 @@ impl Inner {
                 }
                 return Err(transport_error("the HTTP connection closed").with_source(e));
             }
-            match conn.sender.send_request(self.request(message)).await {
+            match conn.sender.send_request(make()).await {
                 Ok(response) => return Ok((response, conn)),
                 // Not sent at all (the pooled connection was going away): safe to retry.
                 Err(e) if reused && e.is_canceled() && tries < 8 => continue,
@@ -403,6 +490,80 @@ impl Inner {
             }
         }
     }
+}
+
+impl Inner {
+    /// A `GET` for the SSE stream, with `extra` headers; `None` when the server answers with
+    /// anything but a 2xx event stream.
+    async fn get(self: &Arc<Self>, extra: &HeaderMap) -> Result<Option<Body>> {
+        let mut headers = extra.clone();
+        if !headers.contains_key(MCP_PROTOCOL_VERSION)
+            && let Some(version) = self
+                .version
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        {
+            headers.insert(MCP_PROTOCOL_VERSION, version);
+        }
+        let (response, conn) = self
+            .exchange(|| self.build(Method::GET, &headers, None))
+            .await?;
+        let (parts, incoming) = response.into_parts();
+        let body = Body::new(incoming, conn, self.clone());
+        if parts.status.is_success() && is_event_stream(&parts.headers) {
+            return Ok(Some(body));
+        }
+        if parts.status == StatusCode::NOT_FOUND && self.session().is_some() {
+            self.forget_session();
+        }
+        tracing::debug!(status = %parts.status, "the server offers no GET stream");
+        // Dropping the body closes that connection; nothing in it is worth reading.
+        Ok(None)
+    }
+
+    fn forget_session(&self) {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+    }
+
+    /// Ends the legacy session, if there is one (best effort: the server may not allow it).
+    async fn end_session(&self) {
+        let Some(session) = self.session() else {
+            return;
+        };
+        let headers = HeaderMap::new();
+        let ended = tokio::time::timeout(
+            self.connect_timeout,
+            self.exchange(|| self.build(Method::DELETE, &headers, None)),
+        )
+        .await;
+        match ended {
+            Ok(Ok((response, _conn))) => {
+                tracing::debug!(status = %response.status(), "ended the session");
+            }
+            Ok(Err(e)) => tracing::debug!(error = %e, "could not end the session"),
+            Err(_) => tracing::debug!("ending the session timed out"),
+        }
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(session);
+    }
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
 }
 
 impl Transport for HttpTransport {
@@ -413,8 +574,29 @@ impl Transport for HttpTransport {
     fn send(&self, request: OutgoingMessage) -> BoxFuture<'static, Result<MessageStream>> {
         let inner = self.inner.clone();
         async move {
+            let had_session = inner.session().is_some();
             let (response, conn) = inner.dispatch(&request).await?;
             let (parts, incoming) = response.into_parts();
+            if request.method == "initialize"
+                && parts.status.is_success()
+                && let Some(session) = parts.headers.get(MCP_SESSION_ID)
+            {
+                // Visible ASCII only (2025-11-25); anything else is not sent back.
+                if session.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
+                    *inner.session.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(session.clone());
+                } else {
+                    tracing::warn!("ignored a session id with characters outside visible ASCII");
+                }
+            }
+            if parts.status == StatusCode::NOT_FOUND && had_session {
+                // The server forgot the session: the client must initialize again.
+                inner.forget_session();
+                return Err(status_error(
+                    parts.status,
+                    "the server no longer knows this session (HTTP 404)".to_owned(),
+                ));
+            }
             if parts.status == StatusCode::ACCEPTED {
                 return Err(transport_error(
                     "the server answered a request with 202 Accepted",
@@ -430,12 +612,12 @@ impl Transport for HttpTransport {
             let max = inner.max_message_size;
             let stream: MessageStream =
                 if parts.status.is_success() && content_type.starts_with("text/event-stream") {
-                    Box::pin(SseStream {
+                    Box::pin(SseStream::new(
                         body,
-                        parser: SseParser::new(max),
-                        ready: VecDeque::new(),
-                        done: false,
-                    })
+                        max,
+                        Resume::Request(request.id.clone()),
+                        inner.clone(),
+                    ))
                 } else {
                     Box::pin(JsonStream::new(body, parts.status, max))
                 };
@@ -461,22 +643,44 @@ impl Transport for HttpTransport {
             if status.is_success() {
                 Ok(())
             } else {
-                Err(transport_error(format!(
-                    "the server refused a notification with HTTP {status}"
-                )))
+                Err(status_error(
+                    status,
+                    format!("the server refused a message with HTTP {status}"),
+                ))
             }
         }
         .boxed()
     }
 
+    fn listen(&self, headers: HeaderMap) -> BoxFuture<'static, Result<Option<MessageStream>>> {
+        let inner = self.inner.clone();
+        async move {
+            let Some(body) = inner.get(&headers).await? else {
+                return Ok(None);
+            };
+            let max = inner.max_message_size;
+            let stream: MessageStream = Box::pin(SseStream::new(
+                body,
+                max,
+                Resume::Listen(headers),
+                inner.clone(),
+            ));
+            Ok(Some(stream))
+        }
+        .boxed()
+    }
+
     fn close(&self) -> BoxFuture<'static, Result<()>> {
-        self.inner.closed.cancel();
-        self.inner
-            .pool
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        std::future::ready(Ok(())).boxed()
+        let inner = self.inner.clone();
+        async move {
+            if !inner.closed.is_cancelled() {
+                inner.end_session().await;
+            }
+            inner.closed.cancel();
+            inner.pool.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            Ok(())
+        }
+        .boxed()
     }
 }
 
@@ -617,7 +821,7 @@ impl JsonStream {
         } else {
             let snippet =
                 String::from_utf8_lossy(&self.buf[..self.buf.len().min(200)]).into_owned();
-            transport_error(format!("HTTP {}: {snippet}", self.status))
+            status_error(self.status, format!("HTTP {}: {snippet}", self.status))
         }
     }
 }
@@ -660,10 +864,10 @@ impl Stream for JsonStream {
                     this.ended = true;
                     this.parse_available(true);
                     if !this.yielded && this.ready.is_empty() && !this.status.is_success() {
-                        this.ready.push_back(Err(transport_error(format!(
-                            "HTTP {} with no JSON-RPC body",
-                            this.status
-                        ))));
+                        this.ready.push_back(Err(status_error(
+                            this.status,
+                            format!("HTTP {} with no JSON-RPC body", this.status),
+                        )));
                     }
                 }
             }
@@ -671,12 +875,96 @@ impl Stream for JsonStream {
     }
 }
 
+/// When an SSE stream that ends may be resumed with `GET` and `Last-Event-ID`.
+enum Resume {
+    /// The response stream of this request (`None`: a request without id): resumed only
+    /// until its final response arrived, and only if the server gave its events ids.
+    Request(Option<RequestId>),
+    /// The session's `GET` stream (sent with these headers): resumed whenever it ends.
+    Listen(HeaderMap),
+}
+
+/// A resumption in progress: the `retry` wait, then the `GET`.
+type Resuming = Pin<Box<dyn Future<Output = Result<Option<Body>>> + Send>>;
+
 /// An SSE response: each event's data is one JSON-RPC message.
 struct SseStream {
     body: Body,
     parser: SseParser,
     ready: VecDeque<Result<JsonRpcMessage>>,
     done: bool,
+    resume: Resume,
+    /// The final response of the request arrived.
+    answered: bool,
+    /// Resumptions since the last message.
+    idle_resumptions: u32,
+    resuming: Option<Resuming>,
+    inner: Arc<Inner>,
+}
+
+impl SseStream {
+    fn new(body: Body, max: usize, resume: Resume, inner: Arc<Inner>) -> Self {
+        SseStream {
+            body,
+            parser: SseParser::new(max),
+            ready: VecDeque::new(),
+            done: false,
+            resume,
+            answered: false,
+            idle_resumptions: 0,
+            resuming: None,
+            inner,
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        let message = parse_message(data);
+        if let (Ok(m), Resume::Request(Some(id))) = (&message, &self.resume)
+            && matches!(m, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_))
+            && m.id() == Some(id)
+        {
+            self.answered = true;
+        }
+        self.idle_resumptions = 0;
+        self.ready.push_back(message);
+    }
+
+    /// The body ended: a resumption to start, if this stream may be resumed.
+    fn resumption(&mut self) -> Option<Resuming> {
+        if self.inner.closed.is_cancelled() || self.idle_resumptions >= MAX_IDLE_RESUMPTIONS {
+            return None;
+        }
+        let mut headers = match &self.resume {
+            Resume::Request(_) if self.answered => return None,
+            Resume::Request(_) if self.parser.last_id.is_none() => return None,
+            Resume::Request(_) => HeaderMap::new(),
+            Resume::Listen(headers) => headers.clone(),
+        };
+        if let Some(id) = &self.parser.last_id {
+            match HeaderValue::from_str(id) {
+                Ok(v) => {
+                    headers.insert(LAST_EVENT_ID, v);
+                }
+                Err(_) => return None,
+            }
+        }
+        self.idle_resumptions += 1;
+        let wait = self
+            .parser
+            .retry
+            .map(|ms| Duration::from_millis(ms).min(MAX_RETRY))
+            .unwrap_or(DEFAULT_RETRY);
+        let inner = self.inner.clone();
+        Some(Box::pin(async move {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = inner.closed.cancelled() => {
+                    return Err(Error::new(ErrorKind::Closed, "the transport is closed"));
+                }
+            }
+            inner.get(&headers).await
+        }))
+    }
 }
 
 impl Stream for SseStream {
@@ -691,6 +979,29 @@ impl Stream for SseStream {
             if this.done {
                 return Poll::Ready(None);
             }
+            if let Some(resuming) = this.resuming.as_mut() {
+                match ready!(resuming.as_mut().poll(cx)) {
+                    Ok(Some(body)) => {
+                        tracing::debug!("resumed an SSE stream");
+                        this.body = body;
+                        this.parser.restart();
+                    }
+                    Ok(None) => {
+                        this.done = true;
+                        if matches!(this.resume, Resume::Request(_)) {
+                            this.ready.push_back(Err(transport_error(
+                                "the server did not resume the response stream",
+                            )));
+                        }
+                    }
+                    Err(e) => {
+                        this.done = true;
+                        this.ready.push_back(Err(e));
+                    }
+                }
+                this.resuming = None;
+                continue;
+            }
             match ready!(this.body.poll_chunk(cx)) {
                 Some(Ok(chunk)) => {
                     let mut events = Vec::new();
@@ -700,23 +1011,26 @@ impl Stream for SseStream {
                         this.ready.push_back(Err(e));
                     }
                     // Events without data (priming events, keep-alives) carry no message.
-                    this.ready.extend(
-                        events
-                            .iter()
-                            .filter(|data| !data.iter().all(u8::is_ascii_whitespace))
-                            .map(|data| parse_message(data)),
-                    );
+                    for data in events
+                        .iter()
+                        .filter(|data| !data.iter().all(u8::is_ascii_whitespace))
+                    {
+                        this.push(data);
+                    }
                 }
                 Some(Err(e)) => {
                     this.done = true;
                     this.ready.push_back(Err(e));
                 }
                 None => {
-                    this.done = true;
                     if let Some(data) = this.parser.finish()
                         && !data.iter().all(u8::is_ascii_whitespace)
                     {
-                        this.ready.push_back(parse_message(&data));
+                        this.push(&data);
+                    }
+                    match this.resumption() {
+                        Some(resuming) => this.resuming = Some(resuming),
+                        None => this.done = true,
                     }
                 }
             }
@@ -727,6 +1041,10 @@ impl Stream for SseStream {
 /// An incremental parser of `text/event-stream` bodies that keeps only the data of each
 /// event.
 pub(crate) struct SseParser {
+    /// The last event id the server set (`id:`), for `Last-Event-ID`.
+    pub(crate) last_id: Option<String>,
+    /// The reconnection delay the server asked for (`retry:`), in milliseconds.
+    pub(crate) retry: Option<u64>,
     line: Vec<u8>,
     data: Vec<u8>,
     has_data: bool,
@@ -738,6 +1056,8 @@ pub(crate) struct SseParser {
 impl SseParser {
     pub(crate) fn new(max: usize) -> Self {
         SseParser {
+            last_id: None,
+            retry: None,
             line: Vec::new(),
             data: Vec::new(),
             has_data: false,
@@ -802,13 +1122,32 @@ impl SseParser {
             }
             None => (line, &b""[..]),
         };
-        if field == b"data" {
-            if self.has_data {
-                self.data.push(b'\n');
+        match field {
+            b"data" => {
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
             }
-            self.data.extend_from_slice(value);
-            self.has_data = true;
+            // An id with NUL is ignored, as the SSE specification says.
+            b"id" if !value.contains(&0) => {
+                self.last_id = std::str::from_utf8(value).ok().map(str::to_owned);
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            }
+            _ => {}
         }
+    }
+
+    /// A new body continues the stream: the partial event is dropped, the last event id
+    /// and the retry delay are kept.
+    pub(crate) fn restart(&mut self) {
+        self.line.clear();
+        self.data.clear();
+        self.has_data = false;
+        self.after_cr = false;
     }
 
     /// The body ended: an event still being built is delivered if it has data.
@@ -859,6 +1198,20 @@ mod tests {
         assert_eq!(events(&[b"retry: 10\n\n"]), Vec::<String>::new());
         // A final event without its blank line is still delivered.
         assert_eq!(events(&[b"data: z"]), ["z"]);
+    }
+
+    #[test]
+    fn keeps_event_ids_and_retry() {
+        let mut parser = SseParser::new(1 << 20);
+        let mut out = Vec::new();
+        parser
+            .feed(
+                b"id: e-1\nretry: 500\ndata: \n\nretry: x\nid: bad\0\n\n",
+                &mut out,
+            )
+            .unwrap();
+        assert_eq!(parser.last_id.as_deref(), Some("e-1"));
+        assert_eq!(parser.retry, Some(500));
     }
 
     #[test]

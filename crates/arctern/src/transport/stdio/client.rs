@@ -6,7 +6,9 @@
 //! (the client uses the request id as token), subscription notifications by their
 //! `subscriptionId`, `notifications/cancelled` from the server to the subscription it ends.
 //! Anything else — notably `notifications/message`, which has no request stream on stdio —
-//! goes to the client's unrouted sink (its global log callback).
+//! goes to the client's unrouted sink (its global log callback). Requests from the server
+//! (legacy sessions: `elicitation/create`, `sampling/createMessage`, `roots/list`, `ping`)
+//! go to the client's request sink, which answers each with a line of its own.
 //!
 //! Dropping a call sends `notifications/cancelled` with its request id. Lines that are not
 //! JSON are skipped with a warning; a line longer than the message bound
@@ -44,7 +46,7 @@ use tokio::io::{
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::client::{MessageStream, OutgoingMessage, Transport, UnroutedSink};
+use crate::client::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
 use crate::{Error, ErrorKind, Result};
 
 /// The default bound on one line (one message) from the server.
@@ -202,6 +204,8 @@ struct Shared {
     pending: Mutex<HashMap<RequestId, Pending>>,
     writer: Mutex<Option<mpsc::Sender<Bytes>>>,
     unrouted: RwLock<Option<UnroutedSink>>,
+    /// Where server→client requests go (legacy sessions); without one they are refused.
+    requests: RwLock<Option<RequestSink>>,
     /// Why the connection is gone, once it is.
     closed: Mutex<Option<(ErrorKind, String)>>,
 }
@@ -254,6 +258,15 @@ impl Shared {
             },
             JsonRpcMessage::Notification(note) => self.route_notification(note),
             JsonRpcMessage::Request(r) => {
+                let sink = self
+                    .requests
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                if let Some(sink) = sink {
+                    sink(r);
+                    return;
+                }
                 tracing::warn!(method = %r.method, "the server sent a request; 2026-07-28 servers send none");
                 let answer =
                     JsonRpcErrorResponse::new(Some(r.id), ErrorObject::method_not_found(&r.method));
@@ -425,6 +438,7 @@ where
         pending: Mutex::new(HashMap::new()),
         writer: Mutex::new(Some(tx)),
         unrouted: RwLock::new(None),
+        requests: RwLock::new(None),
         closed: Mutex::new(None),
     });
     tokio::spawn(write_loop(BufWriter::new(writer), rx, shared.clone()));
@@ -693,6 +707,14 @@ impl Transport for StdioTransport {
         *self
             .shared
             .unrouted
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    fn set_request_sink(&self, sink: RequestSink) {
+        *self
+            .shared
+            .requests
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Some(sink);
     }

@@ -1,0 +1,609 @@
+//! The legacy era (2025-11-25, 2025-06-18) on the client: `initialize`, the session's
+//! server→client requests and notifications, and `resources/subscribe`.
+//!
+//! A legacy session differs from the modern wire in four ways, all handled here so that the
+//! rest of the client stays the same:
+//!
+//! - the version and capabilities are negotiated once with `initialize` (then
+//!   `notifications/initialized`), not sent in every request's `_meta`;
+//! - the server asks for input with real JSON-RPC requests (`elicitation/create`,
+//!   `sampling/createMessage`, `roots/list`, `ping`) instead of `input_required` results: each
+//!   is answered by the same handlers the modern loop uses, and the answer goes back as a
+//!   JSON-RPC response ([`Transport::notify`](super::Transport::notify));
+//! - notifications that belong to no request (list changes, resource updates, log messages)
+//!   arrive on the session — the HTTP `GET` stream or stdio — and go to the [`Hub`];
+//! - over HTTP the transport keeps the `Mcp-Session-Id` and ends the session with `DELETE`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use arctern_types::capabilities::ServerCapabilities;
+use arctern_types::jsonrpc::{
+    JsonRpcErrorResponse, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
+};
+use arctern_types::legacy::{
+    InitializeRequestParams, InitializeResult, ServerRequest, SetLevelRequestParams,
+    SubscribeRequestParams, client_capabilities_for,
+};
+use arctern_types::logging::LoggingLevel;
+use arctern_types::methods;
+use arctern_types::subscriptions::SubscriptionFilter;
+use arctern_types::{ErrorCode, ErrorObject};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::error::VersionError;
+use super::handler::InputOrigin;
+use super::negotiate::Negotiated;
+use super::notify::{ChangeHook, Observer, Subscription};
+use super::transport::{MessageStream, OutgoingMessage};
+use super::{Client, Inner, Req, headers, wire};
+use crate::{Error, ErrorKind, Result};
+
+/// Which generation of the protocol a client speaks with its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Era {
+    /// 2026-07-28 and later: every request carries its version and capabilities in `_meta`;
+    /// servers ask for input with `input_required` results.
+    Modern,
+    /// 2025-11-25 and 2025-06-18: an `initialize` handshake opens a session; servers ask for
+    /// input with requests of their own.
+    Legacy,
+}
+
+/// Notifications buffered per legacy subscription before further ones are dropped.
+const SUBSCRIPTION_BUFFER: usize = 256;
+
+/// Where the session-wide notifications of a legacy server go: the client's progress and log
+/// callbacks, and the open subscriptions.
+pub(crate) struct Hub {
+    observer: Observer,
+    subscribers: Mutex<Vec<Subscriber>>,
+}
+
+struct Subscriber {
+    filter: SubscriptionFilter,
+    tx: futures::channel::mpsc::Sender<Result<JsonRpcMessage>>,
+}
+
+impl Subscriber {
+    fn wants(&self, note: &JsonRpcNotification) -> bool {
+        let f = &self.filter;
+        match note.method.as_ref() {
+            methods::NOTIFICATIONS_TOOLS_LIST_CHANGED => f.tools_list_changed == Some(true),
+            methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED => f.prompts_list_changed == Some(true),
+            methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED => f.resources_list_changed == Some(true),
+            methods::NOTIFICATIONS_RESOURCES_UPDATED => {
+                #[derive(serde::Deserialize)]
+                struct Uri {
+                    uri: String,
+                }
+                let uri = note
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<Uri>(p.get()).ok());
+                match (uri, &f.resource_subscriptions) {
+                    // The server may name a sub-resource of a subscribed URI.
+                    (Some(u), Some(uris)) => uris.iter().any(|s| u.uri.starts_with(s.as_str())),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Hub {
+    pub(crate) fn new(observer: Observer) -> Self {
+        Hub {
+            observer,
+            subscribers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Hands a notification that belongs to no request to whoever wants it.
+    pub(crate) fn dispatch(&self, note: JsonRpcNotification) {
+        match note.method.as_ref() {
+            methods::NOTIFICATIONS_PROGRESS | methods::NOTIFICATIONS_MESSAGE => {
+                self.observer.dispatch(&note)
+            }
+            _ => {
+                let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+                // A closed subscription (dropped by its owner) is forgotten here.
+                subscribers.retain(|s| !s.tx.is_closed());
+                let mut delivered = false;
+                for s in subscribers.iter_mut().filter(|s| s.wants(&note)) {
+                    delivered = true;
+                    let copy = JsonRpcNotification {
+                        jsonrpc: note.jsonrpc,
+                        method: note.method.clone(),
+                        params: note.params.clone(),
+                    };
+                    if s.tx
+                        .try_send(Ok(JsonRpcMessage::Notification(copy)))
+                        .is_err()
+                    {
+                        tracing::debug!(method = %note.method, "dropped a notification for a subscription that does not keep up");
+                    }
+                }
+                if !delivered {
+                    tracing::debug!(method = %note.method, "ignored a session notification");
+                }
+            }
+        }
+    }
+
+    fn add(&self, filter: SubscriptionFilter) -> MessageStream {
+        let (tx, rx) = futures::channel::mpsc::channel(SUBSCRIPTION_BUFFER);
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Subscriber { filter, tx });
+        Box::pin(rx)
+    }
+}
+
+/// The requests of a legacy session in flight, so that a server request that arrives outside
+/// their response streams (stdio, the HTTP `GET` stream) can be tied to the only one open.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    calls: Mutex<HashMap<i64, Arc<InputOrigin>>>,
+}
+
+/// Removes its call from [`InFlight`] when dropped.
+pub(crate) struct InFlightGuard<'a> {
+    set: &'a InFlight,
+    id: i64,
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.set
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+impl InFlight {
+    pub(crate) fn enter(&self, id: i64, origin: Arc<InputOrigin>) -> InFlightGuard<'_> {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, origin);
+        InFlightGuard { set: self, id }
+    }
+
+    /// The origin of a request that arrived outside any response stream: the call in flight
+    /// when there is exactly one, else an unknown origin (empty method and target).
+    fn guess(&self) -> Arc<InputOrigin> {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        match calls.values().next() {
+            Some(origin) if calls.len() == 1 => origin.clone(),
+            _ => Arc::new(InputOrigin::new("", "")),
+        }
+    }
+}
+
+impl Client {
+    /// The era of the protocol this client speaks with its server.
+    pub fn era(&self) -> Era {
+        self.negotiated().era
+    }
+
+    /// Whether this client speaks a legacy (2025-era) revision with its server.
+    pub fn is_legacy(&self) -> bool {
+        self.era() == Era::Legacy
+    }
+
+    /// Sends `ping` and waits for the answer (legacy sessions only: 2026-07-28 removed
+    /// `ping`, and this fails with [`ErrorKind::Config`] there).
+    pub async fn ping(&self) -> Result<()> {
+        self.require_legacy("ping")?;
+        let _: (Value, _) = self
+            .request(
+                methods::legacy::PING,
+                &wire::NoParams {},
+                &Observer::default(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Asks a legacy server to send log messages at `level` or more severe
+    /// (`logging/setLevel`). They reach the client's log callback
+    /// ([`ClientBuilder::on_log`](super::ClientBuilder::on_log), which also sends this when the
+    /// session opens). On 2026-07-28 the level travels with each request instead, and this
+    /// fails with [`ErrorKind::Config`].
+    pub async fn set_log_level(&self, level: LoggingLevel) -> Result<()> {
+        self.require_legacy("logging/setLevel")?;
+        let _: (Value, _) = self
+            .request(
+                methods::legacy::LOGGING_SET_LEVEL,
+                &SetLevelRequestParams::new(level),
+                &Observer::default(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Tells a legacy server that the client's roots changed
+    /// (`notifications/roots/list_changed`); it will ask for them again. On 2026-07-28
+    /// servers ask for roots in each request that needs them, and this does nothing.
+    pub async fn notify_roots_changed(&self) -> Result<()> {
+        if !self.is_legacy() {
+            return Ok(());
+        }
+        self.send_notification(methods::legacy::NOTIFICATIONS_ROOTS_LIST_CHANGED)
+            .await
+    }
+
+    fn require_legacy(&self, what: &str) -> Result<()> {
+        if self.is_legacy() {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Config,
+                format!("{what} exists only on legacy (2025-era) sessions"),
+            ))
+        }
+    }
+
+    /// The `MCP-Protocol-Version` header of a legacy session's requests (HTTP only).
+    pub(crate) fn legacy_headers(&self, negotiated: &Negotiated) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        if self.inner.mirrors {
+            headers.insert(
+                headers::MCP_PROTOCOL_VERSION,
+                negotiated.version_header.clone(),
+            );
+        }
+        headers
+    }
+
+    async fn send_notification(&self, method: &'static str) -> Result<()> {
+        let note = JsonRpcNotification::<()> {
+            jsonrpc: Default::default(),
+            method: method.into(),
+            params: None,
+        };
+        let body = serde_json::to_vec(&note).map_err(|e| {
+            Error::new(ErrorKind::Codec, "could not encode a notification").with_source(e)
+        })?;
+        let mut message = OutgoingMessage::new(None, method, Bytes::from(body));
+        message.headers = self.legacy_headers(&self.negotiated());
+        self.inner.transport.notify(message).await
+    }
+
+    /// Opens a legacy session: `initialize` with the preferred legacy version, then
+    /// `notifications/initialized`, the `GET` stream (HTTP) and `logging/setLevel` when
+    /// the client has a log callback and the server logs.
+    pub(crate) async fn initialize(&self) -> Result<InitializeResult> {
+        let Some(proposal) = self.inner.legacy_versions.first().cloned() else {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "no legacy protocol version is offered",
+            ));
+        };
+        let params = InitializeRequestParams::new(
+            proposal.as_str(),
+            client_capabilities_for(&proposal, self.inner.capabilities.clone()),
+            self.inner.info.clone(),
+        );
+        let observer = Observer::default();
+        let req = Req {
+            method: methods::legacy::INITIALIZE,
+            params: &params,
+            name: None,
+            tool: None,
+            observer: &observer,
+            timeout: None,
+        };
+        let id = self.next_id();
+        let body = wire::encode_legacy_request(id, req.method, req.params, None)?;
+        // No version header: a dual-era server routes a bare `initialize` to its legacy side.
+        let raw = self
+            .round_trip(id, req.method, body, http::HeaderMap::new(), &req)
+            .await?;
+        let result: InitializeResult = wire::decode(&raw, "initialize")?;
+        let Some(version) = self
+            .inner
+            .legacy_versions
+            .iter()
+            .find(|v| v.as_str() == result.protocol_version)
+            .cloned()
+        else {
+            return Err(VersionError {
+                server: vec![result.protocol_version.clone()],
+                client: self
+                    .inner
+                    .legacy_versions
+                    .iter()
+                    .map(|v| v.as_str().to_owned())
+                    .collect(),
+                note: Some(
+                    "the server answered initialize with a version this client does not offer"
+                        .into(),
+                ),
+            }
+            .into_error());
+        };
+        let next = Negotiated::legacy(version, &result);
+        self.set_negotiated(next);
+        self.send_notification(methods::legacy::NOTIFICATIONS_INITIALIZED)
+            .await?;
+        self.open_listener().await;
+        if let Some(level) = self.inner.observer.log_level()
+            && result.capabilities.logging.is_some()
+            && let Err(e) = self.set_log_level(level).await
+        {
+            tracing::debug!(error = %e, "logging/setLevel failed");
+        }
+        tracing::debug!(version = %result.protocol_version, "legacy session open");
+        Ok(result)
+    }
+
+    /// Starts reading the session's `GET` stream, if the transport and server have one.
+    async fn open_listener(&self) {
+        let headers = self.legacy_headers(&self.negotiated());
+        let stream = match self.inner.transport.listen(headers).await {
+            Ok(Some(stream)) => stream,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(error = %e, "could not open the session's GET stream");
+                return;
+            }
+        };
+        let weak = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(listen_loop(weak, stream));
+        let previous = self
+            .inner
+            .listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(task);
+        if let Some(previous) = previous {
+            previous.abort();
+        }
+    }
+
+    /// Answers a request a legacy server sent outside a response stream.
+    pub(crate) fn spawn_answer(&self, request: JsonRpcRequest) {
+        let origin = self.inner.in_flight.guess();
+        let client = self.clone();
+        tokio::spawn(async move { client.answer_server_request(request, origin).await });
+    }
+
+    /// Answers one server→client request with the client's handlers, and sends the answer.
+    pub(crate) async fn answer_server_request(
+        &self,
+        request: JsonRpcRequest,
+        origin: Arc<InputOrigin>,
+    ) {
+        let id = request.id.clone();
+        let method = request.method.clone();
+        let body = match self.serve_request(request, origin).await {
+            Ok(result) => serde_json::to_vec(&JsonRpcResponse::new(id, result)),
+            Err(error) => {
+                tracing::debug!(%method, %error, "refused a server request");
+                serde_json::to_vec(&JsonRpcErrorResponse::new(Some(id), error))
+            }
+        };
+        let body = match body {
+            Ok(body) => Bytes::from(body),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not encode the answer to a server request");
+                return;
+            }
+        };
+        let mut message = OutgoingMessage::new(None, "", body);
+        message.headers = self.legacy_headers(&self.negotiated());
+        if let Err(e) = self.inner.transport.notify(message).await {
+            tracing::debug!(error = %e, %method, "could not send the answer to a server request");
+        }
+    }
+
+    async fn serve_request(
+        &self,
+        request: JsonRpcRequest,
+        origin: Arc<InputOrigin>,
+    ) -> std::result::Result<Value, ErrorObject> {
+        let negotiated = self.negotiated();
+        if negotiated.era != Era::Legacy {
+            // 2026-07-28 servers send no requests.
+            return Err(ErrorObject::method_not_found(&request.method));
+        }
+        let params = match request.params.as_deref() {
+            None => None,
+            Some(raw) => Some(
+                serde_json::from_str::<Value>(raw.get())
+                    .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?,
+            ),
+        };
+        let parsed = ServerRequest::from_parts(&request.method, params).map_err(|e| {
+            if is_server_request(&request.method) {
+                ErrorObject::invalid_params(format!("invalid params: {e}"))
+            } else {
+                ErrorObject::method_not_found(&request.method)
+            }
+        })?;
+        let Some(input) = parsed.to_input_request() else {
+            // `ping`.
+            return Ok(Value::Object(serde_json::Map::new()));
+        };
+        if let Err(missing) = self.inner.handlers.check(&input) {
+            return Err(ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("this client does not answer {missing}"),
+            ));
+        }
+        let answer = self
+            .inner
+            .handlers
+            .answer(
+                request.id.to_string(),
+                input,
+                origin,
+                negotiated.server_info.clone(),
+            )
+            .await
+            .map_err(|e| ErrorObject::internal_error(e.to_string()))?;
+        serde_json::to_value(&answer)
+            .map_err(|e| ErrorObject::internal_error(format!("could not encode the answer: {e}")))
+    }
+
+    /// `subscriptions/listen` on a legacy session: the session's own notifications, filtered;
+    /// `resources/subscribe` for each URI.
+    pub(crate) async fn subscribe_legacy(
+        &self,
+        filter: SubscriptionFilter,
+    ) -> Result<Subscription> {
+        let caps = self.negotiated().capabilities.clone().unwrap_or_default();
+        let acknowledged = self.legacy_filter(&filter, &caps).await?;
+        let stream = self.inner.hub.add(acknowledged.clone());
+        let id = arctern_types::jsonrpc::RequestId::Number(self.next_id());
+        let hook: ChangeHook = self.change_hook();
+        Ok(Subscription::local(id, acknowledged, stream, Some(hook)))
+    }
+
+    async fn legacy_filter(
+        &self,
+        filter: &SubscriptionFilter,
+        caps: &ServerCapabilities,
+    ) -> Result<SubscriptionFilter> {
+        let yes = |asked: bool, offered: bool| (asked && offered).then_some(true);
+        let mut out = SubscriptionFilter {
+            tools_list_changed: yes(
+                filter.tools_list_changed == Some(true),
+                caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true),
+            ),
+            prompts_list_changed: yes(
+                filter.prompts_list_changed == Some(true),
+                caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true),
+            ),
+            resources_list_changed: yes(
+                filter.resources_list_changed == Some(true),
+                caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true),
+            ),
+            ..SubscriptionFilter::default()
+        };
+        let can_subscribe = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+        if let Some(uris) = filter
+            .resource_subscriptions
+            .as_ref()
+            .filter(|u| !u.is_empty())
+            && can_subscribe
+        {
+            let mut subscribed = Vec::with_capacity(uris.len());
+            for uri in uris {
+                let _: (Value, _) = self
+                    .request(
+                        methods::legacy::RESOURCES_SUBSCRIBE,
+                        &SubscribeRequestParams::new(uri.clone()),
+                        &Observer::default(),
+                    )
+                    .await?;
+                subscribed.push(uri.clone());
+            }
+            out.resource_subscriptions = Some(subscribed);
+        }
+        Ok(out)
+    }
+}
+
+fn is_server_request(method: &str) -> bool {
+    method == methods::legacy::PING || methods::INPUT_REQUESTS.contains(&method)
+}
+
+/// Reads the session's `GET` stream until it ends or the client is gone.
+async fn listen_loop(weak: Weak<Inner>, mut stream: MessageStream) {
+    while let Some(item) = stream.next().await {
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        let client = Client { inner };
+        match item {
+            Ok(JsonRpcMessage::Request(r)) => client.spawn_answer(r),
+            Ok(JsonRpcMessage::Notification(n)) => client.inner.hub.dispatch(n),
+            Ok(other) => {
+                tracing::debug!(id = ?other.id(), "ignored a response on the session's GET stream")
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "the session's GET stream failed");
+                return;
+            }
+        }
+    }
+    tracing::debug!("the session's GET stream ended");
+}
+
+impl Negotiated {
+    /// What an `initialize` answer tells.
+    pub(crate) fn legacy(
+        version: arctern_types::version::ProtocolVersion,
+        result: &InitializeResult,
+    ) -> Self {
+        let mut next = Negotiated::new(version);
+        next.era = Era::Legacy;
+        next.server_info = Some(Arc::new(result.server_info.clone()));
+        next.capabilities = Some(result.capabilities.clone());
+        next.instructions = result.instructions.clone();
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    fn note(method: &'static str, params: &str) -> JsonRpcNotification {
+        JsonRpcNotification {
+            jsonrpc: Default::default(),
+            method: method.into(),
+            params: Some(RawValue::from_string(params.to_owned()).unwrap()),
+        }
+    }
+
+    #[test]
+    fn subscribers_get_what_they_asked_for() {
+        let (tx, _rx) = futures::channel::mpsc::channel(1);
+        let s = Subscriber {
+            filter: SubscriptionFilter {
+                tools_list_changed: Some(true),
+                resource_subscriptions: Some(vec!["file:///a".into()]),
+                ..Default::default()
+            },
+            tx,
+        };
+        assert!(s.wants(&note(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, "{}")));
+        assert!(!s.wants(&note(methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED, "{}")));
+        assert!(s.wants(&note(
+            methods::NOTIFICATIONS_RESOURCES_UPDATED,
+            r#"{"uri":"file:///a/b"}"#
+        )));
+        assert!(!s.wants(&note(
+            methods::NOTIFICATIONS_RESOURCES_UPDATED,
+            r#"{"uri":"file:///z"}"#
+        )));
+        assert!(!s.wants(&note(methods::NOTIFICATIONS_RESOURCES_UPDATED, "[]")));
+    }
+
+    #[test]
+    fn a_lone_call_is_the_origin_of_stray_requests() {
+        let set = InFlight::default();
+        assert_eq!(set.guess().method(), "");
+        let guard = set.enter(1, Arc::new(InputOrigin::tool("t")));
+        assert_eq!(set.guess().target(), "t");
+        {
+            let _other = set.enter(2, Arc::new(InputOrigin::tool("u")));
+            assert_eq!(set.guess().target(), "");
+        }
+        assert_eq!(set.guess().target(), "t");
+        drop(guard);
+        assert_eq!(set.guess().target(), "");
+    }
+}
