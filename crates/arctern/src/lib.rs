@@ -8,6 +8,8 @@ mod error;
 
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(all(feature = "server", feature = "client"))]
+pub mod docs;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod state;
