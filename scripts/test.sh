@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust test suites, then the official MCP conformance
-# suite against the fixture server and the fixture client (2026-07-28 wire). Tools it needs
+# suite against the fixture server and the fixture client (2026-07-28 wire; the client also
+# at 2025-11-25, the legacy era). Tools it needs
 # (the pinned conformance suite) are installed on first use into a cache outside the checkout.
 #
 #   scripts/test.sh            everything
@@ -27,3 +28,6 @@ scripts/conformance.sh server 2026-07-28
 
 echo "== conformance: client leg, 2026-07-28 wire"
 scripts/conformance.sh client 2026-07-28
+
+echo "== conformance: client leg, 2025-11-25 wire (legacy era)"
+scripts/conformance.sh client 2025-11-25

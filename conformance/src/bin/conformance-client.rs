@@ -10,13 +10,18 @@
 //! `MCP_CONFORMANCE_CONTEXT`. Every exchange goes through [`arctern::client::Client`], so the
 //! suite checks the SDK, not this file.
 //!
+//! The wire decides the era: a wire before 2026-07-28 pins the client to the legacy era
+//! (`initialize`, a session, server→client requests answered by the same handlers), so that
+//! nothing of the modern wire (a `server/discover` probe) reaches a mock that validates every
+//! message against its own revision's schema.
+//!
 //! Logs go to stderr only (filter with `RUST_LOG`). Exit status: 0 when the scenario's
 //! actions all succeeded, 1 when one failed (the error is on stderr), 2 on a usage error.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use arctern::client::{Client, Continuation, InputOrigin, Outcome};
+use arctern::client::{Client, Continuation, Era, InputOrigin, Outcome};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::roots::Root;
 use arctern::types::sampling::CreateMessageResult;
@@ -58,12 +63,13 @@ async fn main() -> ExitCode {
         Err(_) => Value::Null,
     };
     eprintln!("conformance-client: scenario {scenario:?} at wire {wire:?} against {url}");
-    if !wire.is_empty() && wire.as_str() < "2026-07-28" {
-        // Only the 2026-07-28 wire is implemented; try anyway and let the suite report.
-        eprintln!("conformance-client: wire {wire} predates 2026-07-28 and is not supported");
-    }
+    let era = if !wire.is_empty() && wire.as_str() < "2026-07-28" {
+        Some(Era::Legacy)
+    } else {
+        None
+    };
 
-    match run(&scenario, &url, &context).await {
+    match run(&scenario, &url, &context, era).await {
         Ok(()) => {
             eprintln!("conformance-client: scenario {scenario:?} done");
             ExitCode::SUCCESS
@@ -75,8 +81,8 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(scenario: &str, url: &str, context: &Value) -> Step {
-    let client = connect(url).await?;
+async fn run(scenario: &str, url: &str, context: &Value, era: Option<Era>) -> Step {
+    let client = connect(url, era).await?;
     let result = match scenario {
         "tools_call" => tools_call(&client).await,
         "request-metadata" => request_metadata(&client).await,
@@ -86,6 +92,14 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Step {
         "http-invalid-tool-headers" => invalid_tool_headers(&client).await,
         "json-schema-ref-no-deref" => list_only(&client).await,
         "json-schema-2020-12-preservation" => schema_preservation(&client).await,
+        // Connecting did the handshake; one request shows the session works.
+        "initialize" => list_only(&client).await,
+        // The tool asks a question whose fields all have defaults; `fill_form` takes them.
+        "elicitation-sep1034-client-defaults" => {
+            call_listed(&client, "test_client_elicitation_defaults").await
+        }
+        // The server ends the call's SSE stream early; the transport resumes it.
+        "sse-retry" => call_listed(&client, "test_reconnection").await,
         other => {
             eprintln!(
                 "conformance-client: no specific actions for scenario {other:?}; \
@@ -99,9 +113,13 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Step {
 }
 
 /// A client that answers every kind of question, so that it declares (and the suite can
-/// check) every client capability.
-async fn connect(url: &str) -> Result<Client, Failure> {
-    let client = Client::builder()
+/// check) every client capability. `era` pins the era; `None` detects it.
+async fn connect(url: &str, era: Option<Era>) -> Result<Client, Failure> {
+    let mut builder = Client::builder();
+    if let Some(era) = era {
+        builder = builder.era(era);
+    }
+    let client = builder
         .name("arctern-conformance-client")
         .request_timeout(REQUEST_TIMEOUT)
         .on_elicit(|question| async move {
@@ -135,8 +153,9 @@ async fn connect(url: &str) -> Result<Client, Failure> {
         .connect(url)
         .await?;
     eprintln!(
-        "conformance-client: connected at {} to {:?}",
+        "conformance-client: connected at {} ({:?} era) to {:?}",
         client.protocol_version(),
+        client.era(),
         client.server_info().map(|i| i.name)
     );
     Ok(client)
@@ -341,6 +360,16 @@ async fn schema_preservation(client: &Client) -> Step {
         .ok_or("json_schema_2020_12_tool was not listed")?;
     let schema = Value::Object(focal.input_schema.clone());
     call(client, "json_schema_echo", json!({ "schema": schema })).await?;
+    Ok(())
+}
+
+/// Lists tools and calls `name` without arguments.
+async fn call_listed(client: &Client, name: &str) -> Step {
+    let tools = list_tools(client).await?;
+    if !tools.iter().any(|t| t.name == name) {
+        return Err(format!("{name} was not listed").into());
+    }
+    call(client, name, json!({})).await?;
     Ok(())
 }
 
