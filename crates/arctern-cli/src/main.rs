@@ -229,7 +229,22 @@ async fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Scripts that asked for JSON get it for a bad command line too (exit 2).
+            if e.use_stderr() && wants_json(std::env::args().skip(1)) {
+                let first = e.to_string();
+                let message = first
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ");
+                output::json(&Failure::usage(message).to_json());
+            }
+            e.exit()
+        }
+    };
     let format = cli.output;
     let outcome = match cli.command {
         Command::Serve { port, stdio } => serve(port, stdio)
@@ -269,10 +284,11 @@ async fn serve(port: u16, stdio: bool) -> Result<(), Box<dyn std::error::Error>>
     let url = bound.url();
     eprintln!("arctern demo server listening on {url}");
     eprintln!();
+    let arctern = how_to_run();
     eprintln!("Try it from another terminal:");
-    eprintln!("  arctern call {url} provision --arg name=orders");
-    eprintln!("  arctern call {url} provision --arg name=orders --answer region=eu-west-1");
-    eprintln!("  arctern tools {url}");
+    eprintln!("  {arctern} call {url} provision --arg name=orders");
+    eprintln!("  {arctern} call {url} provision --arg name=orders --answer region=eu-west-1");
+    eprintln!("  {arctern} tools {url}");
     eprintln!("Or point any MCP client (protocol 2026-07-28) at {url}.");
     eprintln!("Press Ctrl-C to stop.");
     bound
@@ -281,6 +297,40 @@ async fn serve(port: u16, stdio: bool) -> Result<(), Box<dyn std::error::Error>>
         })
         .await?;
     Ok(())
+}
+
+/// Whether a command line that clap refused asked for `--output json`.
+fn wants_json(args: impl Iterator<Item = String>) -> bool {
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        if arg == "--output=json" || (arg == "--output" && args.peek().is_some_and(|v| v == "json"))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// How a person in another terminal runs this program: `arctern` when that name on the
+/// `PATH` is this program; `cargo run -p arctern-cli --` when it runs from a cargo build
+/// (the README's first command); otherwise its full path.
+fn how_to_run() -> String {
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return "arctern".into();
+    };
+    let name = format!("arctern{}", std::env::consts::EXE_SUFFIX);
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|dir| std::fs::canonicalize(dir.join(&name)).is_ok_and(|p| p == me))
+    });
+    if on_path {
+        "arctern".into()
+    } else if me.components().any(|c| c.as_os_str() == "target") {
+        "cargo run -p arctern-cli --".into()
+    } else {
+        let path = me.display().to_string();
+        shlex::try_quote(&path).map_or(path.clone(), |q| q.into_owned())
+    }
 }
 
 /// Connects with a session for `answers`.
@@ -436,6 +486,20 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn json_is_wanted_for_usage_errors_when_asked() {
+        let args = |s: &str| {
+            s.split(' ')
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        assert!(wants_json(args("call --output json --bogus")));
+        assert!(wants_json(args("tools --output=json")));
+        assert!(!wants_json(args("call --output text --bogus")));
+        assert!(!wants_json(args("call --output")));
     }
 
     #[test]

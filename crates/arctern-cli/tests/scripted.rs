@@ -192,6 +192,23 @@ fn usage_and_connection_failures_have_their_codes() {
     assert_eq!(r.code, 2, "{r:?}");
     let r = run(&["call", "--bogus-flag", demo.url(), "echo"]);
     assert_eq!(r.code, 2, "{r:?}");
+    let r = run(&[
+        "call",
+        "--bogus-flag",
+        demo.url(),
+        "echo",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(r.json()["error"]["kind"], "usage");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--bogus-flag"),
+        "{r:?}"
+    );
     // A port that was free a moment ago: nothing listens there.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
