@@ -8,6 +8,7 @@ use arctern_types::implementation::Implementation;
 use arctern_types::result::CacheScope;
 use arctern_types::version::ProtocolVersion;
 
+use super::legacy::LegacyConfig;
 use super::mrtr::MrtrLimits;
 use crate::state::StateSealer;
 
@@ -119,6 +120,9 @@ pub struct ServerConfig {
     /// Where the principal for request-state binding comes from when no
     /// [`Principal`](super::Principal) extension is present.
     pub principal: Option<PrincipalHook>,
+    /// How 2025-era clients (`initialize`, sessions) are served; on by default for
+    /// 2025-11-25 and 2025-06-18.
+    pub legacy: LegacyConfig,
 }
 
 impl ServerConfig {
@@ -135,7 +139,15 @@ impl ServerConfig {
             request_state: None,
             mrtr: MrtrLimits::default(),
             principal: None,
+            legacy: LegacyConfig::default(),
         }
+    }
+
+    /// Sets how 2025-era clients are served ([`LegacyConfig::disabled`] makes a
+    /// modern-only server).
+    pub fn legacy(mut self, legacy: LegacyConfig) -> Self {
+        self.legacy = legacy;
+        self
     }
 
     /// Seals request state with `sealer` (one line to opt in on a low-level server):

@@ -61,6 +61,18 @@ impl NotificationSink {
         NotificationSink { tx }
     }
 
+    /// Sends one serialized message on the request's stream; `false` when the stream is
+    /// gone.
+    pub(crate) async fn send_bytes(&self, message: Bytes) -> bool {
+        self.tx.send(message).await.is_ok()
+    }
+
+    /// Sends one serialized message without waiting; `false` when the stream is gone or
+    /// full (used from `Drop`, where waiting is impossible).
+    pub(crate) fn try_send_bytes(&self, message: Bytes) -> bool {
+        self.tx.try_send(message).is_ok()
+    }
+
     async fn send<P: Serialize>(&self, method: &'static str, params: &P) -> bool {
         let msg = JsonRpcNotification::new(method, params);
         match serde_json::to_vec(&msg) {
@@ -99,6 +111,8 @@ pub(crate) struct ContextInner {
     /// Answers and pins the multi round-trip layer wants sealed into the next round.
     pub(crate) carry: Mutex<Option<Carry>>,
     pub(crate) limits: MrtrLimits,
+    /// The legacy session serving the request (`None` on the modern wire).
+    pub(crate) legacy: Option<super::legacy::LegacyPeer>,
 }
 
 /// Answers and question pins to seal into the next round's request state.
@@ -156,6 +170,13 @@ impl RequestContext {
     /// The era the request arrived on.
     pub fn era(&self) -> &Era {
         &self.inner.era
+    }
+
+    /// The legacy session a 2025-era request arrived on (`None` on the modern wire): what
+    /// `initialize` negotiated, and a few things only that era has (pinging the client,
+    /// closing an SSE stream for the client to resume).
+    pub fn legacy(&self) -> Option<&super::legacy::LegacyPeer> {
+        self.inner.legacy.as_ref()
     }
 
     /// The transport the request arrived on.

@@ -240,6 +240,11 @@ impl<H: Handler> Server<H> {
         self.inner.changes.notifier()
     }
 
+    /// Every change announced from now on (legacy sessions forward them).
+    pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<super::Change> {
+        self.inner.changes.subscribe()
+    }
+
     /// Ends every open subscription stream gracefully and cancels in-flight requests.
     /// Transports call this when they shut down.
     pub fn shutdown(&self) {
@@ -446,6 +451,7 @@ impl<H: Handler> Server<H> {
                 opened: None,
                 carry: std::sync::Mutex::new(None),
                 limits: self.inner.config.mrtr,
+                legacy: None,
             }),
         };
         Ok((ctx, params))

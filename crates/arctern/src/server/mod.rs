@@ -13,6 +13,7 @@ mod config;
 mod context;
 mod engine;
 mod handler;
+mod legacy;
 mod mcp;
 mod mirror;
 mod mrtr;
@@ -23,8 +24,13 @@ mod wire;
 
 pub use config::{CacheHint, CachePolicy, PrincipalHook, ServerConfig};
 pub use context::{Era, Principal, RequestContext, TransportKind};
+pub(crate) use engine::encode_error;
 pub use engine::{RequestOrigin, Server, WireHeaders};
 pub use handler::{Handler, HandlerResult, resource_not_found};
+pub use legacy::{DEFAULT_INPUT_TIMEOUT, LegacyConfig, LegacyPeer};
+pub(crate) use legacy::{
+    Initialized, LegacySession, has_modern_envelope, is_legacy_initialize, random_hex,
+};
 pub use mcp::*;
 pub use mirror::MirroredParam;
 pub use mrtr::{

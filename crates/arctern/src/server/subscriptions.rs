@@ -100,6 +100,11 @@ impl ChangeBroker {
         }
     }
 
+    /// A receiver of every change from now on (a legacy session's forwarder).
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.tx.subscribe()
+    }
+
     pub(crate) fn notifier(&self) -> ChangeNotifier {
         ChangeNotifier {
             tx: self.tx.clone(),
@@ -247,7 +252,7 @@ impl ListenState {
 
 /// Whether a subscription to `subscribed` covers an update of `uri` (the same resource or
 /// one beneath it).
-fn covers(subscribed: &str, uri: &str) -> bool {
+pub(crate) fn covers(subscribed: &str, uri: &str) -> bool {
     match uri.strip_prefix(subscribed) {
         Some("") => true,
         Some(rest) => subscribed.ends_with('/') || rest.starts_with('/'),

@@ -76,6 +76,8 @@ pub(crate) trait MrtrParams {
     fn args_digest(&self) -> ArgsDigest;
     /// The request state.
     fn request_state_mut(&mut self) -> &mut Option<String>;
+    /// The answers to the previous round's input requests.
+    fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses>;
 }
 
 impl MrtrParams for arctern_types::tools::CallToolRequestParams {
@@ -88,6 +90,9 @@ impl MrtrParams for arctern_types::tools::CallToolRequestParams {
     }
     fn request_state_mut(&mut self) -> &mut Option<String> {
         &mut self.request_state
+    }
+    fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
+        &mut self.input_responses
     }
 }
 
@@ -108,6 +113,9 @@ impl MrtrParams for arctern_types::prompts::GetPromptRequestParams {
     fn request_state_mut(&mut self) -> &mut Option<String> {
         &mut self.request_state
     }
+    fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
+        &mut self.input_responses
+    }
 }
 
 impl MrtrParams for arctern_types::resources::ReadResourceRequestParams {
@@ -119,6 +127,9 @@ impl MrtrParams for arctern_types::resources::ReadResourceRequestParams {
     }
     fn request_state_mut(&mut self) -> &mut Option<String> {
         &mut self.request_state
+    }
+    fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
+        &mut self.input_responses
     }
 }
 

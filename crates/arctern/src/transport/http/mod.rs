@@ -40,9 +40,9 @@ mod server;
 
 #[cfg(feature = "server")]
 pub use server::{
-    BoundHttpServer, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_SIZE, DEFAULT_PATH,
-    DEFAULT_SHUTDOWN_GRACE, HttpConfig, HttpServer, ResponseBody, ResponseFuture,
-    StreamableHttpService,
+    BoundHttpServer, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_SESSIONS, DEFAULT_PATH,
+    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, HttpConfig, HttpServer, ResponseBody,
+    ResponseFuture, StreamableHttpService,
 };
 
 #[cfg(feature = "client")]

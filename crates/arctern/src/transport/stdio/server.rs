@@ -33,7 +33,10 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{Handler, McpServer, Reply, RequestOrigin, Server, TransportKind};
+use crate::server::{
+    Handler, Initialized, LegacySession, McpServer, Reply, RequestOrigin, Server, TransportKind,
+    is_legacy_initialize,
+};
 use crate::{Error, ErrorKind, Result};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -189,6 +192,7 @@ impl<H: Handler> StdioServer<H> {
             displaced: Vec::new(),
             max_line_length: self.max_line_length,
             permits: Arc::new(Semaphore::new(self.max_in_flight)),
+            era: StdioEra::Undecided,
         };
 
         let ended = conn.read_loop(reader).await;
@@ -279,6 +283,16 @@ struct Connection<H> {
     max_line_length: usize,
     /// One per request being served (subscriptions excepted).
     permits: Arc<Semaphore>,
+    /// Fixed by the connection's first request.
+    era: StdioEra,
+}
+
+/// The era of a stdio connection: a first request that is a legacy `initialize` makes the
+/// whole connection a legacy session; any other first request makes it modern.
+enum StdioEra {
+    Undecided,
+    Modern,
+    Legacy(Arc<LegacySession>),
 }
 
 impl<H> Connection<H> {
@@ -301,6 +315,9 @@ impl<H> Connection<H> {
 
 impl<H> Drop for Connection<H> {
     fn drop(&mut self) {
+        if let StdioEra::Legacy(session) = &self.era {
+            session.close();
+        }
         // Normally everything has finished by now. If the `serve_io` future itself was
         // dropped, the tasks must not outlive it (an open subscription would run forever).
         self.abort_all();
@@ -431,7 +448,30 @@ impl<H: Handler> Connection<H> {
             }
         };
         match JsonRpcMessage::from_slice(line) {
-            Ok(JsonRpcMessage::Request(request)) => self.spawn_request(request).await,
+            Ok(JsonRpcMessage::Request(request)) => {
+                if let StdioEra::Undecided = self.era {
+                    if self.server.serves_legacy()
+                        && is_legacy_initialize(&request.method, request.params.as_deref())
+                    {
+                        self.open_legacy(&request).await;
+                        return;
+                    }
+                    self.era = StdioEra::Modern;
+                }
+                self.spawn_request(request).await
+            }
+            Ok(message) if matches!(self.era, StdioEra::Legacy(_)) => {
+                if let JsonRpcMessage::Notification(note) = &message
+                    && note.method == methods::NOTIFICATIONS_CANCELLED
+                {
+                    self.cancel(note);
+                }
+                if let StdioEra::Legacy(session) = &self.era {
+                    // Notifications and the client's answers to the server's requests.
+                    let reply = self.server.handle_legacy(session, message, origin()).await;
+                    self.send_inline(reply).await;
+                }
+            }
             Ok(JsonRpcMessage::Notification(note)) => {
                 if note.method == methods::NOTIFICATIONS_CANCELLED {
                     self.cancel(&note);
@@ -475,11 +515,21 @@ impl<H: Handler> Connection<H> {
         // The engine's future is large; boxing it once here keeps the task's own future small,
         // so spawning does not copy it around.
         let server = self.server.clone();
-        let reply: BoxFuture<Reply> = Box::pin(async move {
-            server
-                .handle(JsonRpcMessage::Request(request), origin())
-                .await
-        });
+        let reply: BoxFuture<Reply> = match &self.era {
+            StdioEra::Legacy(session) => {
+                let session = session.clone();
+                Box::pin(async move {
+                    server
+                        .handle_legacy(&session, JsonRpcMessage::Request(request), origin())
+                        .await
+                })
+            }
+            _ => Box::pin(async move {
+                server
+                    .handle(JsonRpcMessage::Request(request), origin())
+                    .await
+            }),
+        };
         let task = serve_request(self.server.clone(), reply, self.tx.clone(), guard, closing);
         // Spawn while holding the shard lock: the task's guard needs the same lock to
         // unregister, so it can never run before the entry exists.
@@ -499,6 +549,25 @@ impl<H: Handler> Connection<H> {
                 self.displaced.retain(|h| !h.is_finished());
             }
             self.displaced.push(previous.abort);
+        }
+    }
+
+    /// Answers the `initialize` that makes this connection a legacy session; unsolicited
+    /// messages of the session (list changes, resource updates) go to the output.
+    async fn open_legacy(&mut self, request: &JsonRpcRequest) {
+        let tx = self.tx.clone();
+        let outbound = Arc::new(move |message: Bytes| {
+            if tx.try_send(message).is_err() {
+                tracing::debug!("dropped an unsolicited message: the output is full or closed");
+            }
+        });
+        match self.server.legacy_initialize(request, outbound) {
+            Initialized::Session(session, body) => {
+                self.era = StdioEra::Legacy(session);
+                self.send(body).await;
+            }
+            // A refused initialize decides nothing; the client may try again.
+            Initialized::Refused(body) => self.send(body).await,
         }
     }
 

@@ -121,12 +121,14 @@ impl Body for ResponseBody {
 pub(crate) enum SseSource {
     Stream(Option<ReplyStream>),
     One(Option<Bytes>),
+    /// Events already framed (with ids), written as they are (legacy sessions).
+    Framed(Option<ReplyStream>),
 }
 
 impl SseSource {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         match self {
-            SseSource::Stream(slot) => {
+            SseSource::Stream(slot) | SseSource::Framed(slot) => {
                 let Some(stream) = slot.as_mut() else {
                     return Poll::Ready(None);
                 };
@@ -143,7 +145,7 @@ impl SseSource {
 
     fn is_done(&self) -> bool {
         match self {
-            SseSource::Stream(slot) => slot.is_none(),
+            SseSource::Stream(slot) | SseSource::Framed(slot) => slot.is_none(),
             SseSource::One(one) => one.is_none(),
         }
     }
@@ -162,6 +164,9 @@ impl SseBody {
             Poll::Ready(Some(message)) => {
                 if let (Some(timer), Some(every)) = (self.timer.as_mut(), self.keep_alive) {
                     timer.as_mut().reset(Instant::now() + every);
+                }
+                if matches!(self.source, SseSource::Framed(_)) {
+                    return Poll::Ready(Some(message));
                 }
                 Poll::Ready(Some(sse_event(&message)))
             }

@@ -56,6 +56,8 @@ pub struct HttpConfig {
     pub(crate) any_origin: bool,
     pub(crate) max_body_size: usize,
     pub(crate) keep_alive: Option<Duration>,
+    pub(crate) session_idle_timeout: Duration,
+    pub(crate) max_sessions: usize,
 }
 
 /// An allowed `Host`: a name (lower case, IPv6 in brackets) and optionally one port.
@@ -74,6 +76,8 @@ impl Default for HttpConfig {
             any_origin: false,
             max_body_size: DEFAULT_MAX_BODY_SIZE,
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
+            session_idle_timeout: super::legacy::DEFAULT_SESSION_IDLE_TIMEOUT,
+            max_sessions: super::legacy::DEFAULT_MAX_SESSIONS,
         }
     }
 }
@@ -136,6 +140,21 @@ impl HttpConfig {
     /// 15 seconds.
     pub fn keep_alive(mut self, interval: Option<Duration>) -> Self {
         self.keep_alive = interval.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// How long a 2025-era session may sit idle (no request running, no stream open) before
+    /// the server closes it, so that sessions whose client never sends `DELETE` do not
+    /// pile up. Default 30 minutes.
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// The most 2025-era sessions open at once (at least 1); an `initialize` beyond it,
+    /// once idle sessions are closed, gets `503`. Default 10 000.
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions.max(1);
         self
     }
 

@@ -3,6 +3,7 @@
 mod body;
 mod config;
 mod guard;
+mod legacy;
 mod negotiate;
 mod service;
 mod standalone;
@@ -11,5 +12,6 @@ pub use body::ResponseBody;
 pub use config::{
     DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_SIZE, DEFAULT_PATH, DEFAULT_SHUTDOWN_GRACE, HttpConfig,
 };
+pub use legacy::{DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT};
 pub use service::{ResponseFuture, StreamableHttpService};
 pub use standalone::{BoundHttpServer, HttpServer};

@@ -18,8 +18,13 @@ use http_body::Body;
 use super::body::{ReadError, ResponseBody, SseSource, read_limited};
 use super::config::HttpConfig;
 use super::guard::{Denied, Guard};
+use super::legacy::{self, Route, SessionLimits, Sessions};
 use super::negotiate::{Accepts, is_json_content, mcp_method_is, wire_headers};
-use crate::server::{Handler, Reply, RequestOrigin, Server};
+use crate::server::encode_error;
+use crate::server::{
+    Handler, Reply, RequestOrigin, Server, has_modern_envelope, is_legacy_initialize,
+};
+use arctern_types::jsonrpc::JsonRpcMessage;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -38,6 +43,13 @@ const METHOD_NOT_ALLOWED: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"mes
 const UNSUPPORTED_MEDIA_TYPE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Unsupported Media Type: the request body must be application/json"}}"#;
 const NOT_ACCEPTABLE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Not Acceptable: the client must accept application/json or text/event-stream"}}"#;
 const LISTEN_NEEDS_SSE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Not Acceptable: subscriptions/listen answers with text/event-stream"}}"#;
+const SESSION_NOT_FOUND: &str = r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found: initialize a new session"}}"#;
+const MISSING_SESSION: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: missing Mcp-Session-Id header; send initialize first"}}"#;
+const TOO_MANY_SESSIONS: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Service Unavailable: too many open sessions"}}"#;
+const UNSUPPORTED_LEGACY_VERSION: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: unsupported MCP-Protocol-Version for this session"}}"#;
+const GET_NEEDS_SSE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Not Acceptable: the GET stream answers with text/event-stream"}}"#;
+const UNKNOWN_EVENT_ID: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: Last-Event-ID names no stream of this session"}}"#;
+const LEGACY_ALLOW: HeaderValue = HeaderValue::from_static("GET, POST, DELETE");
 const UNREADABLE_BODY: &str =
     r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"The request body could not be read"}}"#;
 
@@ -67,6 +79,8 @@ struct Inner<H> {
     keep_alive: Option<Duration>,
     /// The 413 body, written once (it names the limit).
     too_large: Bytes,
+    /// 2025-era sessions (touched only by requests routed to the legacy era).
+    sessions: Arc<Sessions>,
 }
 
 impl<H> Clone for StreamableHttpService<H> {
@@ -100,6 +114,8 @@ impl<H: Handler> StreamableHttpService<H> {
         localhost_only: bool,
     ) -> Self {
         let localhost_only = config.localhost_only.unwrap_or(localhost_only);
+        let (session_idle_timeout, max_sessions) =
+            (config.session_idle_timeout, config.max_sessions);
         let max_body_size = config.max_body_size;
         let too_large = Bytes::from(format!(
             r#"{{"jsonrpc":"2.0","error":{{"code":-32600,"message":"Request body too large (limit {max_body_size} bytes)"}}}}"#
@@ -111,6 +127,10 @@ impl<H: Handler> StreamableHttpService<H> {
                 guard: Guard::new(config, localhost_only),
                 max_body_size,
                 too_large,
+                sessions: Arc::new(Sessions::new(SessionLimits {
+                    idle: session_idle_timeout,
+                    max: max_sessions,
+                })),
             }),
         }
     }
@@ -137,7 +157,15 @@ impl<H: Handler> StreamableHttpService<H> {
             };
             return ResponseFuture::ready(json_error(StatusCode::FORBIDDEN, body));
         }
+        let route = if self.inner.server.serves_legacy() {
+            legacy::route(&parts.headers)
+        } else {
+            Route::Modern
+        };
         if parts.method != Method::POST {
+            if let Route::Session(id) = route {
+                return self.legacy_not_post(&parts, &id);
+            }
             return ResponseFuture::ready(self.not_post(&parts));
         }
         if !is_json_content(&parts.headers) {
@@ -159,6 +187,13 @@ impl<H: Handler> StreamableHttpService<H> {
             // Content-Length already says too much: answer without reading a byte.
             return ResponseFuture::ready(self.too_large());
         }
+        let version = match route {
+            Route::Modern => legacy::VersionHeader::Modern,
+            _ => legacy::VersionHeader::read(
+                &parts.headers,
+                &self.inner.server.config().legacy.versions,
+            ),
+        };
         let headers = wire_headers(&parts.headers);
         let extensions = parts.extensions;
         let this = self.clone();
@@ -172,11 +207,13 @@ impl<H: Handler> StreamableHttpService<H> {
                         return json_error(StatusCode::BAD_REQUEST, UNREADABLE_BODY);
                     }
                 };
-                let reply = this
-                    .inner
-                    .server
-                    .handle_bytes(&bytes, RequestOrigin::http(headers, extensions))
-                    .await;
+                let origin = RequestOrigin::http(headers, extensions);
+                if !matches!(route, Route::Modern) {
+                    return this
+                        .legacy_post(route, version, &bytes, origin, accepts)
+                        .await;
+                }
+                let reply = this.inner.server.handle_bytes(&bytes, origin).await;
                 this.respond(reply, accepts)
             })),
         }
@@ -189,6 +226,134 @@ impl<H: Handler> StreamableHttpService<H> {
         let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED);
         response.headers_mut().insert(ALLOW, POST);
         response
+    }
+
+    /// `GET` (the session's stream, or a resumption) and `DELETE` on a legacy session.
+    fn legacy_not_post(&self, parts: &Parts, id: &str) -> ResponseFuture {
+        let Some(session) = self.inner.sessions.get(id) else {
+            return ResponseFuture::ready(json_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND));
+        };
+        let response = match parts.method {
+            Method::GET => {
+                if !Accepts::from_headers(&parts.headers).sse {
+                    return ResponseFuture::ready(json_error(
+                        StatusCode::NOT_ACCEPTABLE,
+                        GET_NEEDS_SSE,
+                    ));
+                }
+                let last = parts
+                    .headers
+                    .get(legacy::LAST_EVENT_ID)
+                    .and_then(|v| v.to_str().ok());
+                match legacy::open_get(&session, last) {
+                    Ok(events) => self.sse(SseSource::Framed(Some(events))),
+                    Err(why) => {
+                        tracing::debug!(why, "refused a GET stream resumption");
+                        json_error(StatusCode::BAD_REQUEST, UNKNOWN_EVENT_ID)
+                    }
+                }
+            }
+            Method::DELETE => {
+                self.inner.sessions.remove(id);
+                tracing::debug!(session = id, "a client ended its legacy session");
+                Response::new(ResponseBody::empty())
+            }
+            _ => {
+                let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED);
+                response.headers_mut().insert(ALLOW, LEGACY_ALLOW);
+                response
+            }
+        };
+        ResponseFuture::ready(response)
+    }
+
+    /// A `POST` not routed to the modern era: a message of a legacy session, or an
+    /// `initialize` that opens one. Anything else goes to the modern path, so that its
+    /// answers (and their codes) stay exactly those of a modern-only server.
+    async fn legacy_post(
+        &self,
+        route: Route,
+        version: legacy::VersionHeader,
+        bytes: &[u8],
+        origin: RequestOrigin,
+        accepts: Accepts,
+    ) -> Response<ResponseBody> {
+        let server = &self.inner.server;
+        let message = match JsonRpcMessage::from_slice(bytes) {
+            Ok(message) => message,
+            Err(e) => {
+                if let Route::Session(_) = route {
+                    return json(
+                        StatusCode::BAD_REQUEST,
+                        encode_error(e.id.as_ref(), &e.error),
+                    );
+                }
+                return self.respond(server.handle_bytes(bytes, origin).await, accepts);
+            }
+        };
+        match route {
+            Route::Session(id) => {
+                let Some(session) = self.inner.sessions.get(&id) else {
+                    return json_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND);
+                };
+                if version == legacy::VersionHeader::Other {
+                    return json_error(StatusCode::BAD_REQUEST, UNSUPPORTED_LEGACY_VERSION);
+                }
+                match legacy::serve_message(server, &session, message, origin, accepts.sse).await {
+                    legacy::Answer::Message(body) => {
+                        self.respond(Reply::message(200, body), accepts)
+                    }
+                    legacy::Answer::Accepted => self.respond(Reply::Accepted, accepts),
+                    legacy::Answer::Stream(events) if accepts.sse => {
+                        self.sse(SseSource::Framed(Some(events)))
+                    }
+                    legacy::Answer::Stream(events) => {
+                        let mut response = Response::new(ResponseBody::last_only(events));
+                        response
+                            .headers_mut()
+                            .insert(CONTENT_TYPE, APPLICATION_JSON);
+                        response
+                    }
+                }
+            }
+            _ => {
+                let legacy_header = version == legacy::VersionHeader::Legacy;
+                match &message {
+                    JsonRpcMessage::Request(r)
+                        if version != legacy::VersionHeader::Other
+                            && is_legacy_initialize(&r.method, r.params.as_deref()) =>
+                    {
+                        match self.inner.sessions.open(server, r) {
+                            Ok((Some(session), body)) => {
+                                let mut response = self.respond(Reply::message(200, body), accepts);
+                                if let Ok(value) = HeaderValue::from_str(&session.id) {
+                                    response.headers_mut().insert(legacy::MCP_SESSION_ID, value);
+                                }
+                                response
+                            }
+                            Ok((None, body)) => json(StatusCode::BAD_REQUEST, body),
+                            Err(legacy::OpenError::Full) => {
+                                tracing::warn!("refused a legacy session: at the session limit");
+                                json_error(StatusCode::SERVICE_UNAVAILABLE, TOO_MANY_SESSIONS)
+                            }
+                        }
+                    }
+                    JsonRpcMessage::Request(r)
+                        if legacy_header && !has_modern_envelope(r.params.as_deref()) =>
+                    {
+                        json_error(StatusCode::BAD_REQUEST, MISSING_SESSION)
+                    }
+                    JsonRpcMessage::Notification(_)
+                    | JsonRpcMessage::Response(_)
+                    | JsonRpcMessage::Error(_)
+                        if legacy_header =>
+                    {
+                        json_error(StatusCode::BAD_REQUEST, MISSING_SESSION)
+                    }
+                    _ => self.respond(server.handle(message, origin).await, accepts),
+                }
+            }
+        }
     }
 
     fn too_large(&self) -> Response<ResponseBody> {

@@ -1,0 +1,699 @@
+//! 2025-era Streamable HTTP (2025-11-25, 2025-06-18): sessions keyed by `Mcp-Session-Id`,
+//! the `GET` stream, `DELETE`, and SSE event ids with `Last-Event-ID` resumption.
+//!
+//! Only requests routed here (see [`route`]) ever touch this module, so the modern path
+//! takes no lock and allocates nothing for it.
+//!
+//! Every SSE stream of a session is an [`EventLog`]: the request (or the session, for the
+//! `GET` stream) appends its messages, numbered; an HTTP response reads the log from some
+//! position. A response that ends early (the client went away, or the handler asked for a
+//! reconnect with [`LegacyPeer::close_sse_stream`](crate::server::LegacyPeer)) loses
+//! nothing: the client resumes with `GET` and `Last-Event-ID: <stream>-<n>`. Disconnecting
+//! is not cancelling on these revisions; `notifications/cancelled` is.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use arctern_types::jsonrpc::{JsonRpcMessage, JsonRpcNotification};
+use arctern_types::notifications::CancelledNotificationParams;
+use arctern_types::{ProtocolVersion, RequestId, methods};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use http::HeaderMap;
+use http::header::HeaderName;
+use tokio::sync::{Notify, oneshot};
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::body::sse_event;
+use super::negotiate::MCP_PROTOCOL_VERSION;
+use crate::server::{
+    Handler, Initialized, LegacySession, Reply, ReplyStream, RequestOrigin, Server,
+};
+
+/// `Mcp-Session-Id`.
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `Last-Event-ID`.
+pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// The default time a legacy session may sit idle (no request running, no stream open)
+/// before it is closed: 30 minutes.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The default maximum number of legacy sessions open at once: 10 000.
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+
+/// Events one stream keeps for resumption; older ones are dropped.
+const MAX_EVENTS: usize = 1024;
+/// Finished request streams a session keeps for resumption.
+const MAX_FINISHED_STREAMS: usize = 32;
+/// The `retry` the priming event of a 2025-11-25 stream suggests, in milliseconds.
+const RETRY_MS: u64 = 1000;
+
+/// Which path an HTTP request takes, decided from its headers alone where possible.
+pub(crate) enum Route {
+    /// The 2026-07-28 path, unchanged.
+    Modern,
+    /// A legacy session's request.
+    Session(Arc<str>),
+    /// No session and no modern version header: the body decides (`initialize` without the
+    /// modern envelope opens a session; a request with the envelope is modern).
+    Undecided,
+}
+
+/// Routes a request: a session id means legacy; a modern `MCP-Protocol-Version` means
+/// modern; anything else needs a look at the body.
+pub(crate) fn route(headers: &HeaderMap) -> Route {
+    if let Some(id) = headers.get(MCP_SESSION_ID) {
+        return Route::Session(String::from_utf8_lossy(id.as_bytes()).into());
+    }
+    match headers.get(MCP_PROTOCOL_VERSION) {
+        Some(v)
+            if ProtocolVersion::MODERN
+                .iter()
+                .any(|m| m.as_str().as_bytes() == v.as_bytes()) =>
+        {
+            Route::Modern
+        }
+        _ => Route::Undecided,
+    }
+}
+
+/// What `MCP-Protocol-Version` says, for a request not routed to the modern era.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VersionHeader {
+    /// A modern version (the request is on the modern path).
+    Modern,
+    /// No header (a 2025 client may omit it; the server then assumes its session's).
+    Absent,
+    /// A legacy revision this server serves (or 2025-03-26, which clients send when they
+    /// could not tell).
+    Legacy,
+    /// Anything else.
+    Other,
+}
+
+impl VersionHeader {
+    pub(crate) fn read(headers: &HeaderMap, served: &[ProtocolVersion]) -> Self {
+        match headers.get(MCP_PROTOCOL_VERSION) {
+            None => VersionHeader::Absent,
+            Some(v)
+                if served
+                    .iter()
+                    .chain([&ProtocolVersion::V2025_03_26])
+                    .any(|s| s.as_str().as_bytes() == v.as_bytes()) =>
+            {
+                VersionHeader::Legacy
+            }
+            Some(_) => VersionHeader::Other,
+        }
+    }
+}
+
+/// Limits on legacy sessions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionLimits {
+    pub(crate) idle: Duration,
+    pub(crate) max: usize,
+}
+
+/// The legacy sessions of one service.
+pub(crate) struct Sessions {
+    map: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
+    limits: SessionLimits,
+    reaper: AtomicBool,
+}
+
+/// Why no session could be opened.
+pub(crate) enum OpenError {
+    /// At the session limit.
+    Full,
+}
+
+impl Sessions {
+    pub(crate) fn new(limits: SessionLimits) -> Self {
+        Sessions {
+            map: Mutex::new(HashMap::new()),
+            limits,
+            reaper: AtomicBool::new(false),
+        }
+    }
+
+    fn map(&self) -> MutexGuard<'_, HashMap<Arc<str>, Arc<HttpSession>>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session with this id, marked as used now.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+        let session = self.map().get(id).cloned()?;
+        if session.legacy.cancel.is_cancelled() {
+            // Ended by the server shutting down; forget it.
+            self.remove(id);
+            return None;
+        }
+        session.touch(now_ms());
+        Some(session)
+    }
+
+    /// Ends and forgets a session; returns whether it existed.
+    pub(crate) fn remove(&self, id: &str) -> bool {
+        let removed = self.map().remove(id);
+        match removed {
+            Some(session) => {
+                session.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Opens a session for `initialize`; the server answers the request.
+    pub(crate) fn open<H: Handler>(
+        self: &Arc<Self>,
+        server: &Server<H>,
+        request: &arctern_types::JsonRpcRequest,
+    ) -> Result<(Option<Arc<HttpSession>>, Bytes), OpenError> {
+        if self.map().len() >= self.limits.max {
+            self.reap();
+            if self.map().len() >= self.limits.max {
+                return Err(OpenError::Full);
+            }
+        }
+        let standalone = Arc::new(EventLog::new(0));
+        let weak = Arc::downgrade(&standalone);
+        let outbound = Arc::new(move |message: Bytes| {
+            if let Some(log) = weak.upgrade() {
+                log.push(Some(message));
+            }
+        });
+        let (legacy, body) = match server.legacy_initialize(request, outbound) {
+            Initialized::Session(legacy, body) => (legacy, body),
+            Initialized::Refused(body) => return Ok((None, body)),
+        };
+        let id: Arc<str> = crate::server::random_hex(16).into();
+        let session = Arc::new(HttpSession {
+            id: id.clone(),
+            legacy,
+            standalone,
+            streams: Mutex::new(VecDeque::new()),
+            next_stream: AtomicU64::new(1),
+            in_flight: Mutex::new(HashMap::new()),
+            last_used: AtomicU64::new(now_ms()),
+            active: AtomicUsize::new(0),
+        });
+        self.map().insert(id, session.clone());
+        self.start_reaper(server.shutdown_token().clone());
+        Ok((Some(session), body))
+    }
+
+    /// Closes the sessions idle for longer than the limit.
+    fn reap(&self) {
+        let now = now_ms();
+        let idle = u64::try_from(self.limits.idle.as_millis()).unwrap_or(u64::MAX);
+        let expired: Vec<Arc<HttpSession>> = {
+            let mut map = self.map();
+            let ids: Vec<Arc<str>> = map
+                .values()
+                .filter(|s| {
+                    s.legacy.cancel.is_cancelled()
+                        || (s.active.load(Ordering::Acquire) == 0
+                            && now.saturating_sub(s.last_used.load(Ordering::Acquire)) > idle)
+                })
+                .map(|s| s.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for session in expired {
+            tracing::debug!(session = %session.id, "closed an idle legacy session");
+            session.close();
+        }
+    }
+
+    /// Starts, once, the task that closes idle sessions; it ends with the server or the
+    /// service.
+    fn start_reaper(self: &Arc<Self>, shutdown: CancellationToken) {
+        if self.reaper.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let every =
+            (self.limits.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                let Some(sessions) = weak.upgrade() else {
+                    return;
+                };
+                sessions.reap();
+            }
+            if let Some(sessions) = weak.upgrade() {
+                let all: Vec<_> = sessions.map().drain().map(|(_, s)| s).collect();
+                for session in all {
+                    session.close();
+                }
+            }
+        });
+    }
+}
+
+/// One legacy session over HTTP.
+pub(crate) struct HttpSession {
+    pub(crate) id: Arc<str>,
+    pub(crate) legacy: Arc<LegacySession>,
+    /// The `GET` stream's log (stream 0): unsolicited messages.
+    standalone: Arc<EventLog>,
+    /// Request streams, oldest first, kept for resumption.
+    streams: Mutex<VecDeque<Arc<EventLog>>>,
+    next_stream: AtomicU64,
+    /// Requests being served, for `notifications/cancelled`.
+    in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
+    last_used: AtomicU64,
+    /// Requests running and streams being read: a session in use never expires.
+    active: AtomicUsize,
+}
+
+impl HttpSession {
+    fn touch(&self, now_ms: u64) {
+        self.last_used.fetch_max(now_ms, Ordering::AcqRel);
+    }
+
+    fn close(&self) {
+        self.legacy.close();
+        for (_, task) in self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+        {
+            task.abort();
+        }
+        self.standalone.finish();
+        for log in self
+            .streams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            log.finish();
+        }
+    }
+
+    fn active(self: &Arc<Self>) -> ActiveGuard {
+        self.active.fetch_add(1, Ordering::AcqRel);
+        ActiveGuard(self.clone())
+    }
+
+    /// A new request stream, remembered for resumption (the oldest finished ones are
+    /// forgotten).
+    fn new_stream(&self) -> Arc<EventLog> {
+        let log = Arc::new(EventLog::new(
+            self.next_stream.fetch_add(1, Ordering::Relaxed),
+        ));
+        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        while streams.len() >= MAX_FINISHED_STREAMS {
+            match streams.iter().position(|s| s.is_done()) {
+                Some(i) => {
+                    streams.remove(i);
+                }
+                None => break,
+            }
+        }
+        streams.push_back(log.clone());
+        log
+    }
+
+    fn stream(&self, id: u64) -> Option<Arc<EventLog>> {
+        if id == 0 {
+            return Some(self.standalone.clone());
+        }
+        self.streams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|s| s.stream == id)
+            .cloned()
+    }
+
+    fn cancel(&self, note: &JsonRpcNotification) {
+        let Some(params) = note
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok())
+        else {
+            return;
+        };
+        let task = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&params.request_id);
+        if let Some(task) = task {
+            tracing::debug!(id = %params.request_id, "cancelled a legacy request");
+            task.abort();
+        }
+    }
+}
+
+/// Keeps a session from expiring while held.
+struct ActiveGuard(Arc<HttpSession>);
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        // Idle time counts from the end of the last use.
+        self.0.touch(now_ms());
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Milliseconds since the first use of this module (a monotonic clock for idle times).
+fn now_ms() -> u64 {
+    static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+    u64::try_from(EPOCH.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What a legacy POST gets back.
+pub(crate) enum Answer {
+    /// One JSON-RPC message.
+    Message(Bytes),
+    /// Nothing (a notification or a response was accepted).
+    Accepted,
+    /// The request's stream: SSE frames with ids (a priming event first on 2025-11-25),
+    /// or bare messages for a client that takes only JSON.
+    Stream(ReplyStream),
+}
+
+/// Serves one message of a legacy session. A request runs in its own task, which keeps
+/// running if the HTTP exchange goes away (the client may resume its stream).
+pub(crate) async fn serve_message<H: Handler>(
+    server: &Server<H>,
+    session: &Arc<HttpSession>,
+    message: JsonRpcMessage,
+    origin: RequestOrigin,
+    sse: bool,
+) -> Answer {
+    let request_id = match &message {
+        JsonRpcMessage::Request(r) => r.id.clone(),
+        JsonRpcMessage::Notification(note) => {
+            if note.method == methods::NOTIFICATIONS_CANCELLED {
+                session.cancel(note);
+            }
+            let _ = server.handle_legacy(&session.legacy, message, origin).await;
+            return Answer::Accepted;
+        }
+        JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
+            let _ = server.handle_legacy(&session.legacy, message, origin).await;
+            return Answer::Accepted;
+        }
+    };
+    let (tx, rx) = oneshot::channel();
+    let task_server = server.clone();
+    let task_session = session.clone();
+    let guard = session.active();
+    let id = request_id.clone();
+    {
+        let mut in_flight = session
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Spawned under the lock, so the task cannot finish (and unregister) before it is
+        // registered.
+        let task = tokio::spawn(async move {
+            let _guard = guard;
+            let reply = task_server
+                .handle_legacy(&task_session.legacy, message, origin)
+                .await;
+            match reply {
+                Reply::Message { body, .. } => {
+                    let _ = tx.send(Answer::Message(body));
+                }
+                Reply::Accepted => {
+                    let _ = tx.send(Answer::Accepted);
+                }
+                Reply::Stream(mut stream) => {
+                    let log = task_session.new_stream();
+                    let events = log.clone().reader(1, None, &task_session, sse);
+                    let _ = tx.send(Answer::Stream(events));
+                    while let Some(message) = stream.next().await {
+                        // An empty message asks for the response to end here (the client
+                        // resumes with GET).
+                        log.push((!message.is_empty()).then_some(message));
+                    }
+                    log.finish();
+                }
+            }
+            task_session
+                .in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+        });
+        in_flight.insert(request_id, task.abort_handle());
+    }
+    rx.await.unwrap_or_else(|_| {
+        // The task was aborted (cancelled, or the session ended) before answering.
+        Answer::Accepted
+    })
+}
+
+/// Opens a `GET` stream: a resumption after `Last-Event-ID`, or the session's stream of
+/// unsolicited messages (a new `GET` takes it over from an older one).
+pub(crate) fn open_get(
+    session: &Arc<HttpSession>,
+    last_event_id: Option<&str>,
+) -> Result<ReplyStream, &'static str> {
+    match last_event_id {
+        Some(last) => {
+            let (stream, seq) = parse_event_id(last).ok_or("Malformed Last-Event-ID")?;
+            let log = session.stream(stream).ok_or("Unknown Last-Event-ID")?;
+            let takeover = (stream == 0).then(|| log.take_over());
+            Ok(log.reader_resumed(seq + 1, takeover, session))
+        }
+        None => {
+            let log = session.standalone.clone();
+            let generation = log.take_over();
+            let from = log.high_water();
+            Ok(log.reader(from, Some(generation), session, true))
+        }
+    }
+}
+
+fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (stream, seq) = id.trim().split_once('-')?;
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
+/// The numbered messages of one SSE stream.
+pub(crate) struct EventLog {
+    stream: u64,
+    state: Mutex<LogState>,
+    changed: Notify,
+}
+
+struct LogState {
+    /// `(seq, message)`; `None` marks where a response was asked to end.
+    events: VecDeque<(u64, Option<Bytes>)>,
+    next_seq: u64,
+    done: bool,
+    /// The reader currently entitled to the stream (the `GET` stream only).
+    generation: u64,
+    /// The first seq no reader has delivered yet.
+    high_water: u64,
+}
+
+impl EventLog {
+    fn new(stream: u64) -> Self {
+        EventLog {
+            stream,
+            state: Mutex::new(LogState {
+                events: VecDeque::new(),
+                next_seq: 1,
+                done: false,
+                generation: 0,
+                high_water: 1,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, LogState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, message: Option<Bytes>) {
+        {
+            let mut state = self.state();
+            if state.done {
+                return;
+            }
+            let seq = state.next_seq;
+            state.next_seq += 1;
+            if state.events.len() >= MAX_EVENTS {
+                state.events.pop_front();
+            }
+            state.events.push_back((seq, message));
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn finish(&self) {
+        self.state().done = true;
+        self.changed.notify_waiters();
+    }
+
+    fn is_done(&self) -> bool {
+        self.state().done
+    }
+
+    fn take_over(&self) -> u64 {
+        let generation = {
+            let mut state = self.state();
+            state.generation += 1;
+            state.generation
+        };
+        self.changed.notify_waiters();
+        generation
+    }
+
+    fn high_water(&self) -> u64 {
+        self.state().high_water
+    }
+
+    /// The priming event of a 2025-11-25 stream read from `from`: an id and no data, so a
+    /// client can resume even before the first message, and `retry`.
+    fn priming(&self, from: u64) -> Bytes {
+        Bytes::from(format!(
+            "id: {}-{}\nretry: {RETRY_MS}\ndata: \n\n",
+            self.stream,
+            from.saturating_sub(1)
+        ))
+    }
+
+    fn reader(
+        self: Arc<Self>,
+        from: u64,
+        generation: Option<u64>,
+        session: &Arc<HttpSession>,
+        sse: bool,
+    ) -> ReplyStream {
+        // A fresh reader stops at the first end marker after its start.
+        self.make_reader(from, from, generation, session, sse)
+    }
+
+    fn reader_resumed(
+        self: Arc<Self>,
+        from: u64,
+        generation: Option<u64>,
+        session: &Arc<HttpSession>,
+    ) -> ReplyStream {
+        // End markers already written are what the client is resuming from.
+        let skip_before = self.state().next_seq;
+        self.make_reader(from, skip_before, generation, session, true)
+    }
+
+    fn make_reader(
+        self: Arc<Self>,
+        from: u64,
+        skip_marks_before: u64,
+        generation: Option<u64>,
+        session: &Arc<HttpSession>,
+        sse: bool,
+    ) -> ReplyStream {
+        let priming = (sse && session.legacy.version >= ProtocolVersion::V2025_11_25)
+            .then(|| self.priming(from));
+        let reader = Reader {
+            priming,
+            sse,
+            log: self.clone(),
+            next: from,
+            skip_marks_before,
+            generation,
+            cancel: session.legacy.cancel.clone(),
+            _active: session.active(),
+        };
+        let stream = futures::stream::unfold(reader, |mut reader| async move {
+            let next = reader.next().await?;
+            Some((next, reader))
+        });
+        ReplyStream::new(stream)
+    }
+}
+
+/// Reads an [`EventLog`] from a position.
+struct Reader {
+    /// Sent before anything else.
+    priming: Option<Bytes>,
+    /// SSE frames with ids, or the bare messages (for a client that takes only JSON).
+    sse: bool,
+    log: Arc<EventLog>,
+    next: u64,
+    skip_marks_before: u64,
+    generation: Option<u64>,
+    cancel: CancellationToken,
+    _active: ActiveGuard,
+}
+
+impl Reader {
+    async fn next(&mut self) -> Option<Bytes> {
+        if let Some(priming) = self.priming.take() {
+            return Some(priming);
+        }
+        loop {
+            let notified = self.log.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.log.state();
+                if self.generation.is_some_and(|g| g != state.generation) {
+                    // A newer GET took the stream over.
+                    return None;
+                }
+                let mut found = None;
+                for (seq, message) in &state.events {
+                    if *seq < self.next {
+                        continue;
+                    }
+                    self.next = seq + 1;
+                    match message {
+                        Some(message) => {
+                            found = Some((*seq, message.clone()));
+                            break;
+                        }
+                        None if *seq >= self.skip_marks_before => return None,
+                        None => {}
+                    }
+                }
+                if let Some((seq, message)) = found {
+                    state.high_water = state.high_water.max(seq + 1);
+                    return Some(if self.sse {
+                        frame(self.log.stream, seq, &message)
+                    } else {
+                        message
+                    });
+                }
+                if state.done {
+                    return None;
+                }
+            }
+            tokio::select! {
+                () = notified => {}
+                () = self.cancel.cancelled() => return None,
+            }
+        }
+    }
+}
+
+/// One SSE event with its id.
+fn frame(stream: u64, seq: u64, message: &[u8]) -> Bytes {
+    let event = sse_event(message);
+    let id = format!("id: {stream}-{seq}\n");
+    let mut buf = BytesMut::with_capacity(id.len() + event.len());
+    buf.extend_from_slice(id.as_bytes());
+    buf.extend_from_slice(&event);
+    buf.freeze()
+}
