@@ -2,8 +2,7 @@
 //! argument its tool marks with `x-mcp-header`, else HTTP 400 and `-32020`.
 
 use arctern::server::{
-    Args, McpHandler, McpServer, MirroredParam, Reply, RequestOrigin, Server, TransportKind,
-    WireHeaders,
+    Args, McpHandler, McpServer, Reply, RequestOrigin, Server, TransportKind, WireHeaders,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
