@@ -211,7 +211,12 @@ fn ask_field(
         }
         Kind::Boolean(b) => {
             if required || b.default.is_some() {
-                let mut prompt = Confirm::new(&label).with_default(b.default.unwrap_or(false));
+                let mut prompt = Confirm::new(&label);
+                // Without a default, Enter alone is refused: a yes/no the server needs is
+                // typed, never assumed.
+                if let Some(d) = b.default {
+                    prompt = prompt.with_default(d);
+                }
                 if !help.is_empty() {
                     prompt = prompt.with_help_message(&help);
                 }

@@ -252,6 +252,28 @@ fn a_form_with_every_kind_of_field() {
 }
 
 #[test]
+fn a_yes_no_without_a_default_must_be_typed() {
+    let demo = Demo::start();
+    let dir = scratch("pty-confirm");
+    let mut t = Terminal::spawn(
+        &dir,
+        &["call", demo.url(), "confirm", "--arg", "text=ship it"],
+    );
+    t.expect("question \"confirm\"");
+    t.expect("Cancel");
+    t.send(ENTER);
+    t.expect("ok:");
+    t.expect("Go ahead?");
+    // Enter alone assumes nothing.
+    t.send(ENTER);
+    t.expect("try typing 'y' for yes or 'n' for no");
+    t.send("y");
+    t.send(ENTER);
+    t.expect("ship it");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
 fn the_progress_bar_draws() {
     let demo = Demo::start();
     let dir = scratch("pty-progress");

@@ -563,12 +563,12 @@ fn fixture_multi_round_and_mixed_questions() {
             "--sampling-command",
             "sh -c 'cat >/dev/null; echo Hello there'",
             "--root",
-            "file:///work/project",
+            "file:///srv/project",
         ]);
         assert_eq!(r.code, 0, "{r:?}");
         assert_eq!(
             r.stdout,
-            "Name: Ada; greeting: Hello there; roots: file:///work/project\n"
+            "Name: Ada; greeting: Hello there; roots: file:///srv/project\n"
         );
     }
     let r = run(&[
