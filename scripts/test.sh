@@ -26,6 +26,9 @@ cargo test --workspace --doc
 echo "== conformance: server leg, 2026-07-28 wire"
 scripts/conformance.sh server 2026-07-28
 
+echo "== conformance: server leg, 2025-11-25 wire (legacy era)"
+scripts/conformance.sh server 2025-11-25
+
 echo "== conformance: client leg, 2026-07-28 wire"
 scripts/conformance.sh client 2026-07-28
 
