@@ -443,6 +443,38 @@ fn the_benchmark_contract_of_echo_and_confirm() {
     });
 }
 
+/// A server whose tool answers with structured content (and its JSON text, as servers do).
+fn weather() -> &'static str {
+    use arctern::server::McpServer;
+    use arctern::types::tools::CallToolResult;
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let server = McpServer::new("weather")
+            .tool("forecast", "Tomorrow's forecast.", || async {
+                CallToolResult::structured(json!({"city": "Oslo", "high": 21, "rain": false}))
+            })
+            .build()
+            .expect("a valid server");
+        common::serve(server)
+    })
+}
+
+#[test]
+fn structured_content_prints_once_as_pretty_json() {
+    let r = run(&["call", weather(), "forecast"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.stdout,
+        "{\n  \"city\": \"Oslo\",\n  \"high\": 21,\n  \"rain\": false\n}\n"
+    );
+    let r = run(&["call", weather(), "forecast", "--output", "json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.json()["result"]["structuredContent"],
+        json!({"city": "Oslo", "high": 21, "rain": false})
+    );
+}
+
 // ------------------------------------------------------------------ the conformance fixture
 
 #[test]
