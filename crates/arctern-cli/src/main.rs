@@ -107,7 +107,8 @@ enum Command {
     /// they finish, a prompt and a resource template that ask too, and the benchmark's echo
     /// and confirm.
     Serve {
-        /// Port to listen on (127.0.0.1 only; 0 picks a free one).
+        /// Port to listen on (127.0.0.1 only; 0 picks a free one). With --output json, the
+        /// first line on stdout is {"url": "…"}.
         #[arg(long, default_value_t = 8000)]
         port: u16,
         /// Serve over stdin/stdout instead of HTTP.
@@ -247,7 +248,7 @@ async fn main() -> ExitCode {
     };
     let format = cli.output;
     let outcome = match cli.command {
-        Command::Serve { port, stdio } => serve(port, stdio)
+        Command::Serve { port, stdio } => serve(port, stdio, format)
             .await
             .map(|()| Exit::Ok)
             .map_err(|e| Failure::new(Exit::Connection, format!("serve: {e}"))),
@@ -271,7 +272,9 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn serve(port: u16, stdio: bool) -> Result<(), Box<dyn std::error::Error>> {
+/// Serves the demo until Ctrl-C. With `--output json` over HTTP, the first line on stdout is
+/// `{"url": …}`, for scripts that start the server on `--port 0`.
+async fn serve(port: u16, stdio: bool, format: Format) -> Result<(), Box<dyn std::error::Error>> {
     let server = demo::server()?;
     if stdio {
         server.serve_stdio().await?;
@@ -282,6 +285,12 @@ async fn serve(port: u16, stdio: bool) -> Result<(), Box<dyn std::error::Error>>
         .listen()
         .await?;
     let url = bound.url();
+    if format == Format::Json {
+        output::line(
+            false,
+            &serde_json::json!({ "url": url.to_string() }).to_string(),
+        );
+    }
     eprintln!("arctern demo server listening on {url}");
     eprintln!();
     let arctern = how_to_run();

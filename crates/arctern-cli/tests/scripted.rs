@@ -348,6 +348,32 @@ fn inspecting_the_demo() {
 }
 
 #[test]
+fn serve_tells_scripts_its_url() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(common::ARCTERN)
+        .args(["serve", "--port", "0", "--output", "json"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let read = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first);
+    let url = read
+        .ok()
+        .and_then(|_| serde_json::from_str::<serde_json::Value>(&first).ok())
+        .and_then(|v| v["url"].as_str().map(str::to_owned));
+    let r = url
+        .as_deref()
+        .map(|url| run(&["call", url, "echo", "--arg", "text=hi"]));
+    let _ = child.kill();
+    let _ = child.wait();
+    let r = r.unwrap_or_else(|| panic!("no URL in the first line: {first:?}"));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "hi\n");
+}
+
+#[test]
 fn the_demo_over_stdio() {
     let command = format!("'{}' serve --stdio", common::ARCTERN);
     let r = run(&[
