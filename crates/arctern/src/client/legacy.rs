@@ -456,61 +456,55 @@ impl Client {
     }
 
     /// `subscriptions/listen` on a legacy session: the session's own notifications, filtered;
-    /// `resources/subscribe` for each URI.
+    /// `resources/subscribe` for each URI (when the server allows subscriptions).
     pub(crate) async fn subscribe_legacy(
         &self,
         filter: SubscriptionFilter,
     ) -> Result<Subscription> {
         let caps = self.negotiated().capabilities.clone().unwrap_or_default();
-        let acknowledged = self.legacy_filter(&filter, &caps).await?;
+        let acknowledged = legacy_filter(&filter, &caps);
+        // Listening starts before the first `resources/subscribe`, so that an update sent
+        // right after it is not missed. Dropped on error, the stream is forgotten.
         let stream = self.inner.hub.add(acknowledged.clone());
+        for uri in acknowledged.resource_subscriptions.iter().flatten() {
+            let _: (Value, _) = self
+                .request(
+                    methods::legacy::RESOURCES_SUBSCRIBE,
+                    &SubscribeRequestParams::new(uri.clone()),
+                    &Observer::default(),
+                )
+                .await?;
+        }
         let id = arctern_types::jsonrpc::RequestId::Number(self.next_id());
         let hook: ChangeHook = self.change_hook();
         Ok(Subscription::local(id, acknowledged, stream, Some(hook)))
     }
+}
 
-    async fn legacy_filter(
-        &self,
-        filter: &SubscriptionFilter,
-        caps: &ServerCapabilities,
-    ) -> Result<SubscriptionFilter> {
-        let yes = |asked: bool, offered: bool| (asked && offered).then_some(true);
-        let mut out = SubscriptionFilter {
-            tools_list_changed: yes(
-                filter.tools_list_changed == Some(true),
-                caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true),
-            ),
-            prompts_list_changed: yes(
-                filter.prompts_list_changed == Some(true),
-                caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true),
-            ),
-            resources_list_changed: yes(
-                filter.resources_list_changed == Some(true),
-                caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true),
-            ),
-            ..SubscriptionFilter::default()
-        };
-        let can_subscribe = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
-        if let Some(uris) = filter
+/// What a legacy server can send of what `filter` asks for, by its capabilities.
+fn legacy_filter(filter: &SubscriptionFilter, caps: &ServerCapabilities) -> SubscriptionFilter {
+    let yes = |asked: Option<bool>, offered: Option<bool>| {
+        (asked == Some(true) && offered == Some(true)).then_some(true)
+    };
+    let can_subscribe = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+    SubscriptionFilter {
+        tools_list_changed: yes(
+            filter.tools_list_changed,
+            caps.tools.as_ref().and_then(|t| t.list_changed),
+        ),
+        prompts_list_changed: yes(
+            filter.prompts_list_changed,
+            caps.prompts.as_ref().and_then(|p| p.list_changed),
+        ),
+        resources_list_changed: yes(
+            filter.resources_list_changed,
+            caps.resources.as_ref().and_then(|r| r.list_changed),
+        ),
+        resource_subscriptions: filter
             .resource_subscriptions
-            .as_ref()
-            .filter(|u| !u.is_empty())
-            && can_subscribe
-        {
-            let mut subscribed = Vec::with_capacity(uris.len());
-            for uri in uris {
-                let _: (Value, _) = self
-                    .request(
-                        methods::legacy::RESOURCES_SUBSCRIBE,
-                        &SubscribeRequestParams::new(uri.clone()),
-                        &Observer::default(),
-                    )
-                    .await?;
-                subscribed.push(uri.clone());
-            }
-            out.resource_subscriptions = Some(subscribed);
-        }
-        Ok(out)
+            .clone()
+            .filter(|uris| can_subscribe && !uris.is_empty()),
+        ..SubscriptionFilter::default()
     }
 }
 

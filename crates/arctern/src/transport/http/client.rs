@@ -534,7 +534,15 @@ impl Inner {
         let Some(session) = self.session() else {
             return;
         };
-        let headers = HeaderMap::new();
+        let mut headers = HeaderMap::new();
+        if let Some(version) = self
+            .version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            headers.insert(MCP_PROTOCOL_VERSION, version);
+        }
         let ended = tokio::time::timeout(
             self.connect_timeout,
             self.exchange(|| self.build(Method::DELETE, &headers, None)),
