@@ -9,7 +9,7 @@
 //! Handlers written in the multi round-trip style work unchanged: when one returns
 //! `input_required` on a legacy session, the shim sends each input request to the client as
 //! a real server→client request tied to the originating request, collects the answers, and
-//! runs the handler again with them (see `docs::legacy`).
+//! runs the handler again with them, under the same round cap as the modern wire.
 //!
 //! The transports own the sessions: the Streamable HTTP transport keys them by
 //! `Mcp-Session-Id`; stdio has one per connection, fixed by the connection's first request.

@@ -241,6 +241,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// Sets how 2025-era clients are served (default: 2025-11-25 and 2025-06-18, with the
+    /// legacy shim); [`LegacyConfig::disabled`](crate::server::LegacyConfig::disabled)
+    /// makes a modern-only server.
+    pub fn legacy(mut self, legacy: crate::server::LegacyConfig) -> Self {
+        self.config.legacy = legacy;
+        self
+    }
+
     /// The version in `serverInfo`.
     pub fn version(mut self, version: impl Into<String>) -> Self {
         self.config.info.version = version.into();

@@ -58,8 +58,15 @@ const UNREADABLE_BODY: &str =
 ///
 /// Cheap to clone. Mount it where the MCP endpoint lives, for example in axum with
 /// `Router::new().route_service("/mcp", server.http_service())`; the service itself does not
-/// look at the path. Only `POST` is served (`GET` and `DELETE` answer `405`, as a
-/// 2026-07-28-only server should). The request's [`Extensions`](http::Extensions) reach the
+/// look at the path.
+///
+/// One endpoint serves both eras. A request with an `Mcp-Session-Id`, or an `initialize`
+/// without the 2026-07-28 `_meta` envelope, belongs to a 2025-era session (see
+/// [`LegacyConfig`](crate::server::LegacyConfig)): sessions are minted on `initialize`,
+/// unknown ones answer `404`, `GET` opens the session's SSE stream or resumes one after
+/// `Last-Event-ID`, `DELETE` ends the session, and idle sessions expire
+/// ([`HttpConfig::session_idle_timeout`], [`HttpConfig::max_sessions`]). Everything else is
+/// served as 2026-07-28, where `GET` and `DELETE` answer `405`. The request's [`Extensions`](http::Extensions) reach the
 /// handler through [`RequestContext::extensions`](crate::server::RequestContext::extensions),
 /// so an authentication layer in front of the service can insert a
 /// [`Principal`](crate::server::Principal).
@@ -219,8 +226,8 @@ impl<H: Handler> StreamableHttpService<H> {
         }
     }
 
-    /// Requests other than `POST`. A 2026-07-28-only endpoint has no `GET` stream and no
-    /// sessions to `DELETE`; support for 2025-era sessions will answer those two here.
+    /// Requests other than `POST` without a session: the 2026-07-28 wire has no `GET` stream
+    /// and no sessions to `DELETE`.
     fn not_post(&self, parts: &Parts) -> Response<ResponseBody> {
         tracing::debug!(method = %parts.method, "refused a request method other than POST");
         let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED);
