@@ -453,6 +453,10 @@ mod http_peer {
         pub log: Mutex<Vec<Logged>>,
         pub answers: Mutex<Vec<oneshot::Sender<Value>>>,
         pub listeners: Mutex<Vec<mpsc::UnboundedSender<Result<Bytes, Infallible>>>>,
+        /// Streams of calls that never get an answer, kept open.
+        pub parked: Mutex<Vec<mpsc::UnboundedSender<Result<Bytes, Infallible>>>>,
+        /// Every message POSTed, as JSON.
+        pub bodies: Mutex<Vec<Value>>,
         /// How the server answers a POST without a session that is not `initialize`.
         pub bare_404: bool,
     }
@@ -502,6 +506,7 @@ mod http_peer {
         let session = header("mcp-session-id");
         let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let rpc = message["method"].as_str().unwrap_or("response").to_owned();
+        peer.bodies.lock().unwrap().push(message.clone());
         peer.log.lock().unwrap().push((
             method.to_string(),
             if method == Method::POST {
@@ -545,6 +550,12 @@ mod http_peer {
                 StatusCode::ACCEPTED.into_response()
             }
             _ if message.get("id").is_none() => StatusCode::ACCEPTED.into_response(),
+            "tools/call" if message["params"]["name"] == "slow" => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let _ = tx.send(Ok(Bytes::from_static(b": working\n\n")));
+                peer.parked.lock().unwrap().push(tx);
+                sse(rx)
+            }
             "tools/call" => {
                 // Ask on the call's own stream; answer the call once the client answered.
                 let (tx, rx) = mpsc::unbounded_channel();
@@ -679,4 +690,49 @@ async fn detects_a_legacy_http_server_by_its_error_body() {
 #[tokio::test]
 async fn detects_a_legacy_http_server_by_a_bare_404() {
     http_session(true).await;
+}
+
+#[tokio::test]
+async fn an_abandoned_legacy_http_call_is_cancelled_explicitly() {
+    let peer = Arc::new(http_peer::Peer::default());
+    let (url, _stop) = http_peer::serve(peer.clone()).await;
+    let client = builder(&Shared::default())
+        .era(Era::Legacy)
+        .connect(&url)
+        .await
+        .unwrap();
+    let options = arctern::client::CallOptions::new().request_timeout(Duration::from_millis(100));
+    let err = client
+        .call_tool_with("slow", json!({}), options)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    let call_id = peer
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|m| m["method"] == "tools/call")
+        .map(|m| m["id"].clone())
+        .unwrap();
+    // Closing the stream is no cancellation on this wire: the client says so.
+    let cancelled = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let found = peer
+                .bodies
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|m| m["method"] == "notifications/cancelled")
+                .cloned();
+            if let Some(found) = found {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(cancelled["params"]["requestId"], call_id);
+    client.close().await.unwrap();
 }

@@ -512,6 +512,53 @@ fn is_server_request(method: &str) -> bool {
     method == methods::legacy::PING || methods::INPUT_REQUESTS.contains(&method)
 }
 
+/// Sends `notifications/cancelled` for a call of a legacy HTTP session that is given up
+/// before its answer (closing its stream is no cancellation on that wire).
+pub(crate) struct CancelOnDrop {
+    client: Option<Client>,
+    id: arctern_types::jsonrpc::RequestId,
+}
+
+impl CancelOnDrop {
+    /// Armed when `client` is given.
+    pub(crate) fn new(client: Option<Client>, id: arctern_types::jsonrpc::RequestId) -> Self {
+        CancelOnDrop { client, id }
+    }
+
+    /// The call got its answer: nothing to cancel.
+    pub(crate) fn disarm(&mut self) {
+        self.client = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let id = self.id.clone();
+        handle.spawn(async move {
+            let note = JsonRpcNotification::new(
+                methods::NOTIFICATIONS_CANCELLED,
+                arctern_types::notifications::CancelledNotificationParams::new(id)
+                    .with_reason("the client abandoned the request"),
+            );
+            let Ok(body) = serde_json::to_vec(&note) else {
+                return;
+            };
+            let mut message =
+                OutgoingMessage::new(None, methods::NOTIFICATIONS_CANCELLED, Bytes::from(body));
+            message.headers = client.legacy_headers(&client.negotiated());
+            if let Err(e) = client.inner.transport.notify(message).await {
+                tracing::debug!(error = %e, "could not send notifications/cancelled");
+            }
+        });
+    }
+}
+
 /// Reads the session's `GET` stream until it ends or the client is gone.
 async fn listen_loop(weak: Weak<Inner>, mut stream: MessageStream) {
     while let Some(item) = stream.next().await {

@@ -1,4 +1,5 @@
-//! MCP clients (protocol revision 2026-07-28).
+//! MCP clients: protocol revision 2026-07-28, and the legacy revisions 2025-11-25 and
+//! 2025-06-18 with the same API.
 //!
 //! A [`Client`] talks to one server over a [`Transport`]: Streamable HTTP (a URL), a child
 //! process over stdio, or a server in the same process. It is cheap to clone and safe to use
@@ -40,6 +41,30 @@
 //! refused, if the server lists it. When nothing matches, the error has kind
 //! [`ErrorKind::Version`] and details in [`VersionError`].
 //!
+//! # Eras
+//!
+//! One client talks to servers of either era; which one it found is [`Client::era`] (and
+//! [`Client::protocol_version`]). When it connects, the client sends `server/discover`. A
+//! discover result or a recognised 2026-07-28 error (`-32020`, `-32021`, `-32022`) means a
+//! modern server. Anything else — another JSON-RPC error, an HTTP 4xx without a modern error
+//! body, a result that is not a discover result, or no answer within the
+//! [probe timeout](ClientBuilder::probe_timeout) — means a legacy server, and the client opens
+//! a session with `initialize` (proposing 2025-11-25, accepting 2025-06-18), then
+//! `notifications/initialized`. [`ClientBuilder::era`] pins the era instead.
+//!
+//! On a legacy session requests carry no `_meta` envelope; over HTTP they carry the
+//! `Mcp-Session-Id` the server assigned and `MCP-Protocol-Version`, the client reads the
+//! session's `GET` stream, resumes SSE streams the server ends early (`Last-Event-ID`), and
+//! [`Client::close`] ends the session with `DELETE` (a session the server forgot is opened
+//! again once). The server asks for input with requests of its own (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list`, `ping`): the same handlers answer them, with the
+//! server's request id as the [`Input::key`] and, when it can be told, the call they arrived
+//! in as the [`Input::origin`]. Log messages reach the client's log callback (the client
+//! sends `logging/setLevel` when it has one); list changes and resource updates reach
+//! [`Client::subscribe`] streams (`resources/subscribe` is sent for their URIs).
+//! [`Client::ping`], [`Client::set_log_level`] and [`Client::notify_roots_changed`] exist for
+//! legacy sessions.
+//!
 //! # Multi round-trip requests
 //!
 //! [`Client::call_tool`], [`Client::get_prompt`] and [`Client::read_resource`] hide the
@@ -68,9 +93,10 @@
 //!
 //! # Cancellation
 //!
-//! Dropping a call's future cancels it: the HTTP transport closes the response stream, the
-//! stdio transport sends `notifications/cancelled`, the in-memory transport drops the
-//! handler.
+//! Dropping a call's future cancels it: the HTTP transport closes the response stream (and,
+//! on a legacy session, where that is no cancellation, the client sends
+//! `notifications/cancelled`), the stdio transport sends `notifications/cancelled`, the
+//! in-memory transport drops the handler.
 //!
 //! # Caching
 //!
@@ -474,15 +500,26 @@ impl Client {
                 "the response stream ended before the server answered",
             ))
         };
-        match req.timeout.or(self.inner.request_timeout) {
+        // On legacy HTTP, closing the stream does not cancel the request: say so instead
+        // (stdio transports send it themselves).
+        let mut cancel = legacy::CancelOnDrop::new(
+            (legacy && self.inner.mirrors).then(|| self.clone()),
+            request_id.clone(),
+        );
+        let outcome = match req.timeout.or(self.inner.request_timeout) {
             None => work.await,
-            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorKind::Timeout,
-                    format!("{method} got no answer within {limit:?}"),
-                ))
-            }),
-        }
+            Some(limit) => match tokio::time::timeout(limit, work).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    return Err(Error::new(
+                        ErrorKind::Timeout,
+                        format!("{method} got no answer within {limit:?}"),
+                    ));
+                }
+            },
+        };
+        cancel.disarm();
+        outcome
     }
 
     /// Sends a request whose result is always complete, and decodes it.
