@@ -1,4 +1,4 @@
-//! Helpers shared by the examples: argument parsing and serving until Ctrl-C.
+//! Helpers shared by the examples: argument parsing, logging, and serving until Ctrl-C.
 
 use arctern::server::{Handler, Server};
 use arctern::transport::http::HttpServer;
@@ -13,16 +13,24 @@ pub fn port_from_args() -> u16 {
         .unwrap_or(8000)
 }
 
+/// The values that follow `flag` on the command line, in order (`--answer a --answer b`).
+pub fn flag_values(flag: &str) -> Vec<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.windows(2)
+        .filter(|pair| pair[0] == flag)
+        .map(|pair| pair[1].clone())
+        .collect()
+}
+
+/// The value that follows `flag` (the first, if repeated).
+pub fn flag_value(flag: &str) -> Option<String> {
+    flag_values(flag).into_iter().next()
+}
+
 /// Logs to stderr (`RUST_LOG` filters), serves `server` on 127.0.0.1 at the port from the
 /// command line, prints its URL on stdout, and runs until Ctrl-C.
 pub async fn serve<H: Handler>(server: Server<H>) -> arctern::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    init_logging();
     let bound = HttpServer::new(server)
         .bind(("127.0.0.1", port_from_args()))
         .listen()
@@ -33,4 +41,16 @@ pub async fn serve<H: Handler>(server: Server<H>) -> arctern::Result<()> {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
+}
+
+/// Logs to stderr, warnings and up unless `RUST_LOG` says otherwise; stdout stays for the
+/// example's own output.
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
 }

@@ -234,3 +234,105 @@ fn a_flow_started_on_one_process_finishes_on_another() {
         json!({"code": -32602, "message": "Invalid or expired requestState"})
     );
 }
+
+/// Runs a client example to completion and returns its stdout; a failed run fails the test.
+fn run_client(binary: &str, args: &[&str]) -> String {
+    let out = Command::new(binary)
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the client example runs");
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    assert!(
+        out.status.success(),
+        "{args:?} exited with {}:\n{stdout}",
+        out.status
+    );
+    stdout
+}
+
+#[test]
+fn resume_flow_finishes_in_a_second_process() {
+    let server = Example::start(env!("CARGO_BIN_EXE_provision"), &[]);
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join(format!("resume-flow-{}.json", std::process::id()));
+    let file_arg = file.to_str().expect("a UTF-8 path");
+    let bin = env!("CARGO_BIN_EXE_resume_flow");
+
+    // Process one: a single round, saved.
+    let out = run_client(
+        bin,
+        &["start", "--url", &server.url, "--state-file", file_arg],
+    );
+    assert!(
+        out.contains("[region] Which region should the database live in? (fields: region)"),
+        "{out}"
+    );
+    let saved: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(saved["url"], server.url.as_str());
+    assert_eq!(saved["arguments"], json!({"name": "orders"}));
+    assert_eq!(saved["questions"]["region"]["method"], "elicitation/create");
+    let state = saved["continuation"]["requestState"].as_str().unwrap();
+    assert!(!state.is_empty() && state != "provision-v1", "{state}");
+    assert!(saved["continuation"].get("inputResponses").is_none());
+
+    // A finish without the required answer fails before sending anything; the flow survives.
+    let refused = Command::new(bin)
+        .args(["finish", "--state-file", file_arg])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains("no --answer for the required field `region`"),
+        "{why}"
+    );
+    assert!(file.exists());
+
+    // Process two: answers, retries, and prints the tool's result.
+    let out = run_client(
+        bin,
+        &[
+            "finish",
+            "--state-file",
+            file_arg,
+            "--answer",
+            "region=eu-west-1",
+        ],
+    );
+    assert_eq!(out.trim(), "Provisioned database \"orders\" in eu-west-1.");
+    assert!(!file.exists(), "a finished flow leaves no state behind");
+}
+
+#[test]
+fn client_callbacks_answer_every_round() {
+    let server = Example::start(env!("CARGO_BIN_EXE_release_notes"), &[]);
+    let out = run_client(
+        env!("CARGO_BIN_EXE_client_callbacks"),
+        &["--url", &server.url, "--audience", "operators"],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    let at = |line: &str| {
+        lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("no line {line:?} in:\n{out}"))
+    };
+    // Round 1: the form and the roots (answered concurrently, so in either order).
+    let asked = at("release_notes asks [audience]: Who are the release notes for 2.0 for?");
+    let answered = at("  answered: operators");
+    assert!(asked < answered);
+    at("release_notes asks [roots] for roots: file:///workspace/api, file:///workspace/web");
+    // Round 2: the sampling request depends on the answer.
+    let sampled = at(
+        "release_notes asks [summary] the model: Summarize release 2.0 in one sentence for operators.",
+    );
+    assert!(answered < sampled);
+    // Round 3: progress as the body runs, then the result.
+    let p1 = at("progress 1/2: Read the changelog under file:///workspace/api");
+    let p2 = at("progress 2/2: Read the changelog under file:///workspace/web");
+    let result = at("result: Release notes for 2.0 (operators, 2 roots): \
+                     Deploys roll back on their own when a health check fails.");
+    assert!(sampled < p1 && p1 < p2 && p2 < result, "{out}");
+    assert_eq!(result, lines.len() - 1, "{out}");
+}
