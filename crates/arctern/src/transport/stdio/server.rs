@@ -162,10 +162,19 @@ impl<H: Handler> StdioServer<H> {
     /// Serves on the process's stdin and stdout until stdin ends (or [`Server::shutdown`] is
     /// called).
     ///
-    /// Tokio reads stdin on its blocking thread pool; if serving ends through
-    /// [`Server::shutdown`] while stdin is still open, that read stays pending until input
-    /// arrives or stdin closes, which can delay the runtime's own shutdown.
+    /// On Unix, when stdin and stdout are pipes (as when a client spawns the server), they
+    /// are read and written without blocking, straight from the runtime's event loop; they
+    /// are put back in blocking mode when serving ends. Otherwise (a terminal, a file, or
+    /// other platforms) Tokio reads stdin on its blocking thread pool; if serving then ends
+    /// through [`Server::shutdown`] while stdin is still open, that read stays pending until
+    /// input arrives or stdin closes, which can delay the runtime's own shutdown.
     pub async fn serve(self) -> Result<()> {
+        #[cfg(unix)]
+        if let Some((reader, writer)) = std_pipes::open() {
+            let served = self.serve_io(reader, writer).await;
+            std_pipes::restore_blocking();
+            return served;
+        }
         self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
     }
 
@@ -237,6 +246,46 @@ impl<H: Handler> StdioServer<H> {
             };
             Error::new(kind, "could not write the output").with_source(e)
         })
+    }
+}
+
+/// stdin and stdout as non-blocking pipes driven by the runtime's reactor. Tokio's own
+/// stdin and stdout hand every read and write to its blocking thread pool, and those thread
+/// hand-offs cost more than serving a small request.
+#[cfg(unix)]
+mod std_pipes {
+    use std::os::fd::AsFd;
+
+    use tokio::net::unix::pipe::{Receiver, Sender};
+
+    /// Both ends, or `None` when either is not a pipe (the caller then falls back to
+    /// Tokio's stdin and stdout). Works on duplicates, so the standard descriptors stay open.
+    pub(super) fn open() -> Option<(Receiver, Sender)> {
+        let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+        let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+        let reader = Receiver::from_owned_fd(input).ok()?;
+        match Sender::from_owned_fd(output) {
+            Ok(writer) => Some((reader, writer)),
+            Err(_) => {
+                let _ = reader.into_blocking_fd();
+                None
+            }
+        }
+    }
+
+    /// Clears `O_NONBLOCK` again: the flag belongs to the pipe ends shared with the parent
+    /// and with the rest of this process (`println!` would fail on a full pipe otherwise).
+    pub(super) fn restore_blocking() {
+        if let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned()
+            && let Ok(reader) = Receiver::from_owned_fd_unchecked(fd)
+        {
+            let _ = reader.into_blocking_fd();
+        }
+        if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned()
+            && let Ok(writer) = Sender::from_owned_fd_unchecked(fd)
+        {
+            let _ = writer.into_blocking_fd();
+        }
     }
 }
 
