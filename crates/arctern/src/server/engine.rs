@@ -24,7 +24,7 @@ use super::config::{CacheHint, ServerConfig};
 use super::context::{ContextInner, Era, NotificationSink, RequestContext, TransportKind};
 use super::handler::{Handler, HandlerResult};
 use super::outcome::Outcome;
-use super::reply::{Reply, respond_lazily};
+use super::reply::{BoxedResponse, Reply, respond_lazily_boxed};
 use super::subscriptions::{ChangeBroker, ChangeNotifier};
 use super::wire::{MrtrParams, WireParams, WireResult};
 use crate::state::{StateBinding, StatePayload};
@@ -549,7 +549,8 @@ impl<H: Handler> Server<H> {
         let fut = call(self.clone(), ctx, params);
         let this = self.clone();
         let cache = self.cache_hint(method);
-        let response = async move {
+        // On the heap at once: this future then holds a pointer, not the handler's future.
+        let response: BoxedResponse = Box::pin(async move {
             let outcome = fut.await;
             cancel_on_drop.disarm();
             match outcome {
@@ -561,13 +562,13 @@ impl<H: Handler> Server<H> {
                 }
                 Err(error) => (status_for(&error), this.encode_error(Some(&id), &error)),
             }
-        };
+        });
         match rx {
             None => {
                 let (status, body) = response.await;
                 Reply::message(status, body)
             }
-            Some(rx) => respond_lazily(response, rx).await,
+            Some(rx) => respond_lazily_boxed(response, rx).await,
         }
     }
 
@@ -601,7 +602,8 @@ impl<H: Handler> Server<H> {
         let fut = call(self.clone(), ctx.clone(), params);
         let this = self.clone();
         let cache = self.cache_hint(method);
-        let response = async move {
+        // On the heap at once: this future then holds a pointer, not the handler's future.
+        let response: BoxedResponse = Box::pin(async move {
             let outcome = fut.await;
             cancel_on_drop.disarm();
             match outcome {
@@ -619,13 +621,13 @@ impl<H: Handler> Server<H> {
                 }
                 Err(error) => (status_for(&error), this.encode_error(Some(&id), &error)),
             }
-        };
+        });
         match rx {
             None => {
                 let (status, body) = response.await;
                 Reply::message(status, body)
             }
-            Some(rx) => respond_lazily(response, rx).await,
+            Some(rx) => respond_lazily_boxed(response, rx).await,
         }
     }
 

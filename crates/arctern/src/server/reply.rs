@@ -85,7 +85,7 @@ impl Stream for ReplyStream {
     }
 }
 
-type BoxedResponse = Pin<Box<dyn Future<Output = (u16, Bytes)> + Send>>;
+pub(crate) type BoxedResponse = Pin<Box<dyn Future<Output = (u16, Bytes)> + Send>>;
 
 /// Runs a handler whose request may emit notifications, and decides between a single
 /// message and a stream lazily: if the handler finishes before it notifies anything, the
@@ -93,9 +93,17 @@ type BoxedResponse = Pin<Box<dyn Future<Output = (u16, Bytes)> + Send>>;
 /// that carries it, any later ones, then the final response.
 pub(crate) async fn respond_lazily(
     response: impl Future<Output = (u16, Bytes)> + Send + 'static,
+    rx: mpsc::Receiver<Bytes>,
+) -> Reply {
+    respond_lazily_boxed(Box::pin(response), rx).await
+}
+
+/// [`respond_lazily`] for a response future already on the heap, so that the caller's
+/// future holds a pointer instead of the whole response future.
+pub(crate) async fn respond_lazily_boxed(
+    mut response: BoxedResponse,
     mut rx: mpsc::Receiver<Bytes>,
 ) -> Reply {
-    let mut response: BoxedResponse = Box::pin(response);
     tokio::select! {
         biased;
         (status, body) = &mut response => {
