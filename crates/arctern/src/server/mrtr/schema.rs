@@ -1,5 +1,9 @@
 //! Turning a Rust type's JSON Schema into the restricted, flat schema of a form elicitation.
 
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{LazyLock, RwLock};
+
 use arctern_types::elicitation::{PrimitiveSchemaDefinition, RequestedSchema};
 use arctern_types::meta::JsonObject;
 use serde_json::Value;
@@ -33,8 +37,22 @@ const BOOLEAN_KEYS: [&str; 4] = ["type", "title", "description", "default"];
 /// The form schema for `T`: a flat object of string, number, integer, boolean and enum
 /// fields, as elicitation requires. Fails with a message naming the first field that cannot
 /// be asked in a form.
-pub(crate) fn form_schema_for<T: schemars::JsonSchema>() -> Result<RequestedSchema, String> {
-    form_schema(&schema_for::<T>())
+///
+/// Built once per type: generating a schema costs tens of microseconds, and a question's
+/// schema is needed on every round that asks or checks it.
+pub(crate) fn form_schema_for<T: schemars::JsonSchema + 'static>() -> Result<RequestedSchema, String>
+{
+    type Cache = HashMap<TypeId, Result<RequestedSchema, String>>;
+    static CACHE: LazyLock<RwLock<Cache>> = LazyLock::new(Default::default);
+    let id = TypeId::of::<T>();
+    if let Some(cached) = CACHE.read().ok().and_then(|c| c.get(&id).cloned()) {
+        return cached;
+    }
+    let built = form_schema(&schema_for::<T>());
+    if let Ok(mut cache) = CACHE.write() {
+        cache.insert(id, built.clone());
+    }
+    built
 }
 
 pub(crate) fn form_schema(schema: &JsonObject) -> Result<RequestedSchema, String> {
