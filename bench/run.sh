@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# The benchmark in one command: builds the servers, the load generator and the
+# micro-benchmarks in release mode, installs the Python reference SDK (pinned, cached outside
+# the checkout) if missing, runs every scenario against every server in the same run — one
+# fresh server process per run pinned to one core, the load generator pinned to the other —
+# and prints a Markdown table of absolute figures and ratios, also written to
+# bench/results/latest.md and bench/results/latest.json.
+#
+# Usage: bench/run.sh [--quick] [--duration S] [--warmup S] [--repeat N]
+#                     [--peers ceiling,arctern,rmcp,python]
+#                     [--scenarios echo,confirm,many,stdio,startup,micro]
+#                     [--no-build] [--out DIR]
+#
+#   --quick      2 s per row after 0.5 s warm-up, 3 start-ups, short micro-benchmarks
+#   --duration   measured seconds per row (default 10)
+#   --warmup     warm-up seconds per row (default 2)
+#   --repeat     process starts timed per server and transport (default 5)
+#   --peers      servers to measure (default: all)
+#   --scenarios  scenario groups to run (default: all)
+#                  echo     HTTP tools/call echo at 1, 8 and 32 connections
+#                  confirm  HTTP 2-round confirm flow at 1 and 32 connections
+#                  many     100 tools registered: tools/list at 32, echo at 1 and 32
+#                  stdio    stdio echo with 1 and 32 requests in flight
+#                  startup  process start to first answered request (HTTP and stdio)
+#                  micro    criterion: envelope parse/serialize, seal, unseal
+#   --no-build   use the binaries already built
+#   --out        where results go (default: bench/results)
+#
+# Environment: SERVER_CPU (default 0), LOAD_CPU (default 1), BENCH_PORT_BASE (default
+# 18600), ARCTERN_BENCH_VENV (default ${XDG_CACHE_HOME:-~/.cache}/arctern-bench/venv-mcp-2.3.0).
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$BENCH_DIR")
+TARGET="$BENCH_DIR/target/release"
+
+DURATION=10
+WARMUP=2
+REPEAT=5
+QUICK=0
+BUILD=1
+PEERS="ceiling,arctern,rmcp,python"
+SCENARIOS="echo,confirm,many,stdio,startup,micro"
+OUT="$BENCH_DIR/results"
+SERVER_CPU=${SERVER_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+PORT=${BENCH_PORT_BASE:-18600}
+VENV=${ARCTERN_BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/arctern-bench/venv-mcp-2.3.0}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) QUICK=1; DURATION=2; WARMUP=0.5; REPEAT=3 ;;
+        --duration) DURATION=$2; shift ;;
+        --warmup) WARMUP=$2; shift ;;
+        --repeat) REPEAT=$2; shift ;;
+        --peers) PEERS=$2; shift ;;
+        --scenarios) SCENARIOS=$2; shift ;;
+        --no-build) BUILD=0 ;;
+        --out) OUT=$2; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
+    esac
+    shift
+done
+
+has() { [[ ",$1," == *",$2,"* ]]; }
+say() { printf '\n== %s\n' "$*" >&2; }
+
+mkdir -p "$OUT"
+RUNS="$OUT/latest.runs.tmp"
+LOG="$OUT/servers.log.tmp"
+MACHINE="$OUT/machine.json.tmp"
+: >"$RUNS"
+: >"$LOG"
+LOADAVG_START=$(cut -d' ' -f1 /proc/loadavg)
+
+# ---------------------------------------------------------------------------------------
+# Build
+
+if [ "$BUILD" = 1 ]; then
+    say "building (release)"
+    cargo build --release --manifest-path "$BENCH_DIR/Cargo.toml" --bins
+    if has "$SCENARIOS" micro; then
+        cargo bench --manifest-path "$BENCH_DIR/Cargo.toml" --bench micro --no-run
+    fi
+fi
+
+# The Python reference: mcp 2.3.0 and its dependencies at the versions in requirements.txt,
+# in a virtual environment cached outside the checkout, reinstalled when the pins change.
+if has "$PEERS" python; then
+    REQS="$BENCH_DIR/python/requirements.txt"
+    STAMP="$VENV/.arctern-bench-requirements"
+    if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQS" "$STAMP"; then
+        say "installing the Python reference SDK into $VENV"
+        rm -rf "$VENV"
+        mkdir -p "$(dirname "$VENV")"
+        python3 -m venv "$VENV"
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$REQS"
+        cp "$REQS" "$STAMP"
+    fi
+    PY="$VENV/bin/python"
+fi
+
+# ---------------------------------------------------------------------------------------
+# Servers and runs
+
+# The command line of a server: server_cmd PEER (--port N | --stdio) [--many]
+server_cmd() {
+    local peer=$1
+    shift
+    case "$peer" in
+        arctern) echo "$TARGET/arctern-server $*" ;;
+        rmcp) echo "$TARGET/rmcp-server $*" ;;
+        python) echo "$PY $BENCH_DIR/python/server.py $*" ;;
+        ceiling) echo "$TARGET/ceiling $*" ;;
+    esac
+}
+
+FAILED=0
+
+# http_run PEER SCENARIO MODE CONNS [--many]: one fresh server, one measured run.
+http_run() {
+    local peer=$1 scenario=$2 mode=$3 conns=$4 many=${5:-}
+    PORT=$((PORT + 1))
+    # shellcheck disable=SC2046
+    taskset -c "$SERVER_CPU" $(server_cmd "$peer" --port "$PORT" $many) >>"$LOG" 2>&1 &
+    local pid=$!
+    if taskset -c "$LOAD_CPU" "$TARGET/load" wait --addr "127.0.0.1:$PORT" --timeout 60; then
+        taskset -c "$LOAD_CPU" "$TARGET/load" http --peer "$peer" --scenario "$scenario" \
+            --mode "$mode" --conns "$conns" --duration "$DURATION" --warmup "$WARMUP" \
+            --addr "127.0.0.1:$PORT" --pid "$pid" --out "$RUNS" || FAILED=1
+    else
+        echo "$peer did not start (see $LOG)" >&2
+        FAILED=1
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+stdio_run() {
+    local peer=$1 inflight=$2
+    # shellcheck disable=SC2046
+    taskset -c "$LOAD_CPU" "$TARGET/load" stdio --peer "$peer" --inflight "$inflight" \
+        --duration "$DURATION" --warmup "$WARMUP" --out "$RUNS" \
+        -- taskset -c "$SERVER_CPU" $(server_cmd "$peer" --stdio) 2>>"$LOG" || FAILED=1
+}
+
+startup_run() {
+    local peer=$1
+    PORT=$((PORT + 1))
+    # shellcheck disable=SC2046
+    taskset -c "$LOAD_CPU" "$TARGET/load" startup --peer "$peer" --transport http \
+        --addr "127.0.0.1:$PORT" --repeat "$REPEAT" --out "$RUNS" \
+        -- taskset -c "$SERVER_CPU" $(server_cmd "$peer" --port "$PORT") 2>>"$LOG" || FAILED=1
+    # shellcheck disable=SC2046
+    taskset -c "$LOAD_CPU" "$TARGET/load" startup --peer "$peer" --transport stdio \
+        --repeat "$REPEAT" --out "$RUNS" \
+        -- taskset -c "$SERVER_CPU" $(server_cmd "$peer" --stdio) 2>>"$LOG" || FAILED=1
+}
+
+# Peers other than the ceiling, in the order given.
+mcp_peers() { tr ',' '\n' <<<"$PEERS" | grep -v '^ceiling$' || true; }
+
+if has "$SCENARIOS" echo; then
+    say "echo over HTTP"
+    for conns in 1 8 32; do
+        for peer in $(tr ',' ' ' <<<"$PEERS"); do
+            http_run "$peer" echo echo "$conns"
+        done
+    done
+fi
+
+if has "$SCENARIOS" confirm; then
+    say "2-round confirm flow over HTTP"
+    for conns in 1 32; do
+        for peer in $(mcp_peers); do
+            http_run "$peer" confirm confirm "$conns"
+        done
+    done
+fi
+
+if has "$SCENARIOS" many; then
+    say "100 tools registered"
+    for peer in $(mcp_peers); do
+        http_run "$peer" list100 list 32 --many
+    done
+    for conns in 1 32; do
+        for peer in $(mcp_peers); do
+            http_run "$peer" echo100 echo "$conns" --many
+        done
+    done
+fi
+
+if has "$SCENARIOS" stdio; then
+    say "stdio"
+    for inflight in 1 32; do
+        for peer in $(mcp_peers); do
+            stdio_run "$peer" "$inflight"
+        done
+    done
+fi
+
+if has "$SCENARIOS" startup; then
+    say "start-up: process start to first answered request"
+    for peer in $(mcp_peers); do
+        startup_run "$peer"
+    done
+fi
+
+CRITERION_ARGS=()
+if has "$SCENARIOS" micro; then
+    say "micro-benchmarks"
+    rm -rf "$BENCH_DIR/target/criterion"
+    if [ "$QUICK" = 1 ]; then
+        MICRO_TIMES=(--warm-up-time 0.5 --measurement-time 1)
+    else
+        MICRO_TIMES=(--warm-up-time 1 --measurement-time 3)
+    fi
+    taskset -c "$SERVER_CPU" cargo bench --manifest-path "$BENCH_DIR/Cargo.toml" \
+        --bench micro -- --noplot "${MICRO_TIMES[@]}" 2>&1 | grep -E '^[a-z]+/|time:' >&2 || FAILED=1
+    CRITERION_ARGS=(--criterion "$BENCH_DIR/target/criterion")
+fi
+
+# ---------------------------------------------------------------------------------------
+# Report
+
+commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$ROOT" status --porcelain -- crates 2>/dev/null)" ]; then
+    commit="$commit+uncommitted"
+fi
+python_version=$("${PY:-python3}" -c 'import platform; print(platform.python_version())' 2>/dev/null || echo "?")
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+cat >"$MACHINE" <<EOF
+{
+  "date": "$(date -u +%Y-%m-%dT%H:%MZ)",
+  "cpu": "${cpu//\"/}",
+  "cpus": "$(nproc)",
+  "kernel": "$(uname -sr)",
+  "commit": "$commit",
+  "rustc": "$(rustc --version)",
+  "python": "Python $python_version",
+  "duration_s": "$DURATION",
+  "warmup_s": "$WARMUP",
+  "quick": $([ "$QUICK" = 1 ] && echo true || echo false),
+  "server_cpu": "$SERVER_CPU",
+  "load_cpu": "$LOAD_CPU",
+  "loadavg_start": "$LOADAVG_START",
+  "loadavg_end": "$(cut -d' ' -f1 /proc/loadavg)"
+}
+EOF
+
+say "report"
+"$TARGET/report" --runs "$RUNS" --machine "$MACHINE" "${CRITERION_ARGS[@]}" \
+    --md "$OUT/latest.md" --json "$OUT/latest.json"
+
+if [ "$FAILED" = 1 ]; then
+    echo "run.sh: some runs failed or had errors (see the report and $LOG)" >&2
+    exit 1
+fi

@@ -1,0 +1,861 @@
+//! The load generator: a closed loop of MCP 2026-07-28 requests against one server, on a
+//! current-thread tokio runtime (pin it to its own core), with a latency histogram, error
+//! counting and the server's RSS sampled from `/proc`.
+//!
+//! Subcommands:
+//!
+//! * `http` — N keep-alive HTTP/1.1 connections (raw hyper client, `TCP_NODELAY`), each
+//!   sending its next request as soon as the previous reply is checked. Modes: `echo`,
+//!   `confirm` (two rounds per measured call; the retry echoes the state byte for byte with
+//!   a new id), `list` (`tools/list`, checking the number of tools).
+//! * `stdio` — spawns the server as a child and keeps N requests in flight on its pipe.
+//! * `startup` — spawns the server repeatedly and times process start to first answered
+//!   request.
+//! * `wait` — waits until a TCP port accepts connections (used by `run.sh`).
+//!
+//! Every reply is checked (status, id, content); failures are counted and reported, and
+//! `run.sh` marks a run with errors as failed.
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arctern_bench::cpu::{own_cpu, process_cpu};
+use arctern_bench::record::{RunRecord, loadavg_1m};
+use arctern_bench::rss::{Sampler, vm_rss_kib};
+use arctern_bench::wire;
+use bytes::Bytes;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST};
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+/// How many error messages a run keeps.
+const ERROR_SAMPLES: usize = 5;
+
+/// How long a single request may take before it counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Parser)]
+#[command(name = "load", about = "Closed-loop MCP load generator")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Keep-alive HTTP/1.1 connections in a closed loop.
+    Http(HttpArgs),
+    /// N requests in flight on the stdio pipe of a spawned server.
+    Stdio(StdioArgs),
+    /// Process start to first answered request, repeated.
+    Startup(StartupArgs),
+    /// Wait until a TCP address accepts connections.
+    Wait {
+        /// The address, such as 127.0.0.1:8000.
+        #[arg(long)]
+        addr: SocketAddr,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 30.0)]
+        timeout: f64,
+    },
+}
+
+#[derive(Args)]
+struct Common {
+    /// The server's name in the results (arctern, rmcp, python, ceiling).
+    #[arg(long)]
+    peer: String,
+    /// The scenario's name in the results (defaults to the mode).
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Seconds of warm-up before measuring.
+    #[arg(long, default_value_t = 2.0)]
+    warmup: f64,
+    /// Append the result as one JSON line to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// `tools/call echo`.
+    Echo,
+    /// The two-round `tools/call confirm` flow.
+    Confirm,
+    /// `tools/list`.
+    List,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Echo => "echo",
+            Mode::Confirm => "confirm",
+            Mode::List => "list",
+        }
+    }
+}
+
+#[derive(Args)]
+struct HttpArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The server's address.
+    #[arg(long)]
+    addr: SocketAddr,
+    /// The MCP endpoint's path.
+    #[arg(long, default_value = "/mcp")]
+    path: String,
+    /// What each call does.
+    #[arg(long, value_enum, default_value_t = Mode::Echo)]
+    mode: Mode,
+    /// Tools `tools/list` must return (mode `list`).
+    #[arg(long, default_value_t = arctern_bench::MANY_TOOLS)]
+    expect_tools: usize,
+    /// Keep-alive connections, each with one request in flight.
+    #[arg(long, default_value_t = 1)]
+    conns: u32,
+    /// The server's process id, for RSS sampling.
+    #[arg(long)]
+    pid: Option<u32>,
+}
+
+#[derive(Args)]
+struct StdioArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Requests kept in flight on the pipe.
+    #[arg(long, default_value_t = 1)]
+    inflight: u32,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Transport {
+    Http,
+    Stdio,
+}
+
+#[derive(Args)]
+struct StartupArgs {
+    /// The server's name in the results.
+    #[arg(long)]
+    peer: String,
+    /// How the first request is sent.
+    #[arg(long, value_enum)]
+    transport: Transport,
+    /// The address the server will listen on (HTTP).
+    #[arg(long)]
+    addr: Option<SocketAddr>,
+    /// Process starts to time.
+    #[arg(long, default_value_t = 5)]
+    repeat: u32,
+    /// Append the result as one JSON line to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime");
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Cmd::Http(args) => run_http(args).await,
+            Cmd::Stdio(args) => run_stdio(args).await,
+            Cmd::Startup(args) => run_startup(args).await,
+            Cmd::Wait { addr, timeout } => wait_for(addr, Duration::from_secs_f64(timeout))
+                .await
+                .map(|_| None),
+        }
+    });
+    match outcome {
+        Ok(Some(record)) if record.ok() => ExitCode::SUCCESS,
+        Ok(Some(_)) => ExitCode::from(2),
+        Ok(None) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("load: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Latencies and errors of one worker (or one stdio pipe).
+struct Tally {
+    histogram: Histogram<u64>,
+    errors: u64,
+    samples: Vec<String>,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            histogram: Histogram::new_with_bounds(1, 120_000_000, 3).expect("valid bounds"),
+            errors: 0,
+            samples: Vec::new(),
+        }
+    }
+
+    fn record(&mut self, elapsed: Duration) {
+        let us = u64::try_from(elapsed.as_micros())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.histogram.saturating_record(us);
+    }
+
+    fn error(&mut self, message: String) {
+        self.errors += 1;
+        if self.samples.len() < ERROR_SAMPLES {
+            self.samples.push(message);
+        }
+    }
+
+    fn merge(&mut self, other: Tally) {
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms with the same bounds");
+        self.errors += other.errors;
+        for s in other.samples {
+            if self.samples.len() < ERROR_SAMPLES {
+                self.samples.push(s);
+            }
+        }
+    }
+
+    fn into_record(self, base: RunRecord, measured: Duration) -> RunRecord {
+        let h = &self.histogram;
+        let calls = h.len();
+        let secs = measured.as_secs_f64();
+        RunRecord {
+            duration_s: secs,
+            calls,
+            errors: self.errors,
+            error_samples: self.samples,
+            calls_per_s: if secs > 0.0 { calls as f64 / secs } else { 0.0 },
+            p50_us: h.value_at_quantile(0.50) as f64,
+            p90_us: h.value_at_quantile(0.90) as f64,
+            p99_us: h.value_at_quantile(0.99) as f64,
+            max_us: h.max() as f64,
+            loadavg_1m: loadavg_1m(),
+            ..base
+        }
+    }
+}
+
+/// The measured window shared by all workers.
+#[derive(Clone, Copy)]
+struct Window {
+    start: Instant,
+    end: Instant,
+}
+
+impl Window {
+    fn after_warmup(warmup: f64, duration: f64) -> Window {
+        let start = Instant::now() + Duration::from_secs_f64(warmup);
+        Window {
+            start,
+            end: start + Duration::from_secs_f64(duration),
+        }
+    }
+
+    fn contains(&self, started: Instant, ended: Instant) -> bool {
+        started >= self.start && ended <= self.end
+    }
+}
+
+/// CPU time of the server and of the load generator over the measured window.
+struct CpuWindow(tokio::task::JoinHandle<Option<(Duration, Duration)>>);
+
+impl CpuWindow {
+    /// Reads both CPU clocks when `window` starts and when it ends.
+    fn start(pid: Option<u32>, window: Window) -> CpuWindow {
+        CpuWindow(tokio::spawn(async move {
+            let pid = pid?;
+            tokio::time::sleep_until(window.start.into()).await;
+            let (server0, own0) = (process_cpu(pid)?, own_cpu()?);
+            tokio::time::sleep_until(window.end.into()).await;
+            let (server1, own1) = (process_cpu(pid)?, own_cpu()?);
+            Some((server1.saturating_sub(server0), own1.saturating_sub(own0)))
+        }))
+    }
+
+    /// Fills the CPU fields of `record` (left at 0 when unknown).
+    async fn finish(self, mut record: RunRecord, window: Window) -> RunRecord {
+        if let Ok(Some((server, own))) = self.0.await {
+            let wall = (window.end - window.start).as_secs_f64();
+            if record.calls > 0 {
+                record.server_cpu_us_per_call = server.as_secs_f64() * 1e6 / record.calls as f64;
+            }
+            record.server_cpu_util = server.as_secs_f64() / wall;
+            record.load_cpu_util = own.as_secs_f64() / wall;
+        }
+        record
+    }
+}
+
+fn finish(record: RunRecord, out: Option<&PathBuf>) -> Result<Option<RunRecord>, BoxError> {
+    let status = if record.ok() { "ok" } else { "FAILED" };
+    println!(
+        "{:<8} {:<14} c={:<3} {:>10.0} calls/s  p50 {:>8.1} us  p90 {:>8.1} us  p99 {:>8.1} us  \
+         cpu/call {:.1} us  cpu server/load {:.0}%/{:.0}%  \
+         rss idle/peak/after {}/{}/{} KiB  errors {}  load {:.2}  [{status}]",
+        record.peer,
+        record.scenario,
+        record.concurrency,
+        record.calls_per_s,
+        record.p50_us,
+        record.p90_us,
+        record.p99_us,
+        record.server_cpu_us_per_call,
+        100.0 * record.server_cpu_util,
+        100.0 * record.load_cpu_util,
+        record.rss_idle_kib,
+        record.rss_peak_kib,
+        record.rss_after_kib,
+        record.errors,
+        record.loadavg_1m,
+    );
+    for sample in &record.error_samples {
+        println!("    error: {sample}");
+    }
+    if let Some(path) = out {
+        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+        writeln!(file, "{}", serde_json::to_string(&record)?)?;
+    }
+    Ok(Some(record))
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP
+
+/// What every HTTP worker needs.
+struct HttpTarget {
+    addr: SocketAddr,
+    host: String,
+    path: String,
+    mode: Mode,
+    expect_tools: usize,
+}
+
+async fn connect(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, BoxError> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(async move {
+        // Ends when the sender is dropped or the server closes the connection.
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+/// Why a call failed: the connection is unusable, or the reply was wrong.
+enum CallError {
+    Transport(String),
+    Reply(String),
+}
+
+impl CallError {
+    fn message(self) -> String {
+        match self {
+            CallError::Transport(m) => format!("transport: {m}"),
+            CallError::Reply(m) => m,
+        }
+    }
+}
+
+/// Sends one POST and returns the JSON-RPC message of its reply.
+async fn post(
+    sender: &mut SendRequest<Full<Bytes>>,
+    target: &HttpTarget,
+    method: &str,
+    name: Option<&str>,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, CallError> {
+    let transport = |e: &dyn std::fmt::Display| CallError::Transport(e.to_string());
+    sender.ready().await.map_err(|e| transport(&e))?;
+    let mut request = Request::post(target.path.as_str())
+        .header(HOST, target.host.as_str())
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "application/json, text/event-stream");
+    for (name, value) in wire::mcp_headers(method, name) {
+        request = request.header(name, value);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| transport(&e))?;
+    let exchange = async {
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| transport(&e))?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| transport(&e))?
+            .to_bytes();
+        if status != StatusCode::OK {
+            return Err(CallError::Reply(format!(
+                "HTTP {status}: {}",
+                String::from_utf8_lossy(&body[..body.len().min(200)])
+            )));
+        }
+        wire::reply_message(content_type.as_deref(), &body)
+            .map(|m| m.into_owned())
+            .map_err(CallError::Reply)
+    };
+    match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
+        Ok(result) => result,
+        Err(_) => Err(CallError::Transport("timed out".into())),
+    }
+}
+
+/// One measured call: one request, or the two rounds of `confirm`.
+async fn http_call(
+    sender: &mut SendRequest<Full<Bytes>>,
+    target: &HttpTarget,
+    conn: u32,
+    seq: &mut u64,
+) -> Result<(), CallError> {
+    *seq += 1;
+    let id = *seq;
+    match target.mode {
+        Mode::Echo => {
+            let text = format!("c{conn}-{id}");
+            let body = wire::tools_call_body(id, "echo", &text, None);
+            let reply = post(sender, target, "tools/call", Some("echo"), body).await?;
+            wire::check_text_result(&reply, id, &text).map_err(CallError::Reply)
+        }
+        Mode::Confirm => {
+            let text = format!("c{conn}-{id}");
+            let body = wire::tools_call_body(id, "confirm", &text, None);
+            let reply = post(sender, target, "tools/call", Some("confirm"), body).await?;
+            let state = wire::check_confirm_round1(&reply, id).map_err(CallError::Reply)?;
+            *seq += 1;
+            let retry_id = *seq;
+            let body = wire::tools_call_body(retry_id, "confirm", &text, Some(&state));
+            let reply = post(sender, target, "tools/call", Some("confirm"), body).await?;
+            wire::check_text_result(&reply, retry_id, &text)
+                .map_err(|e| CallError::Reply(format!("round 2: {e}")))
+        }
+        Mode::List => {
+            let body = wire::tools_list_body(id);
+            let reply = post(sender, target, "tools/list", None, body).await?;
+            wire::check_tools_list(&reply, id, target.expect_tools).map_err(CallError::Reply)
+        }
+    }
+}
+
+async fn http_worker(
+    target: Arc<HttpTarget>,
+    conn: u32,
+    mut sender: SendRequest<Full<Bytes>>,
+    window: Window,
+) -> Tally {
+    let mut tally = Tally::new();
+    let mut seq = 0u64;
+    loop {
+        let started = Instant::now();
+        if started >= window.end {
+            break;
+        }
+        match http_call(&mut sender, &target, conn, &mut seq).await {
+            Ok(()) => {
+                let ended = Instant::now();
+                if window.contains(started, ended) {
+                    tally.record(ended - started);
+                }
+            }
+            Err(CallError::Reply(m)) => tally.error(m),
+            Err(e @ CallError::Transport(_)) => {
+                tally.error(e.message());
+                match connect(target.addr).await {
+                    Ok(fresh) => sender = fresh,
+                    Err(e) => {
+                        tally.error(format!("reconnect failed: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    tally
+}
+
+async fn run_http(args: HttpArgs) -> Result<Option<RunRecord>, BoxError> {
+    let HttpArgs {
+        common,
+        addr,
+        path,
+        mode,
+        expect_tools,
+        conns,
+        pid,
+    } = args;
+    let target = Arc::new(HttpTarget {
+        addr,
+        host: addr.to_string(),
+        path,
+        mode,
+        expect_tools,
+    });
+    let rss_idle = pid.and_then(vm_rss_kib).unwrap_or(0);
+    let mut senders = Vec::with_capacity(conns as usize);
+    for _ in 0..conns {
+        senders.push(connect(addr).await?);
+    }
+    let sampler = pid.map(Sampler::start);
+    let window = Window::after_warmup(common.warmup, common.duration);
+    let cpu = CpuWindow::start(pid, window);
+    let workers: Vec<_> = senders
+        .into_iter()
+        .enumerate()
+        .map(|(i, sender)| {
+            tokio::spawn(http_worker(
+                target.clone(),
+                u32::try_from(i).unwrap_or(u32::MAX),
+                sender,
+                window,
+            ))
+        })
+        .collect();
+    let mut tally = Tally::new();
+    for worker in workers {
+        tally.merge(worker.await?);
+    }
+    let rss_peak = sampler.map(Sampler::stop).unwrap_or(0);
+    let rss_after = pid.and_then(vm_rss_kib).unwrap_or(0);
+    let base = RunRecord {
+        peer: common.peer,
+        scenario: common.scenario.unwrap_or_else(|| mode.name().to_owned()),
+        concurrency: conns,
+        requests_per_call: if mode == Mode::Confirm { 2 } else { 1 },
+        rss_idle_kib: rss_idle,
+        rss_peak_kib: rss_peak.max(rss_after),
+        rss_after_kib: rss_after,
+        ..RunRecord::default()
+    };
+    let record = cpu
+        .finish(tally.into_record(base, window.end - window.start), window)
+        .await;
+    finish(record, common.out.as_ref())
+}
+
+async fn wait_for(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, BoxError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(
+                    format!("{addr} did not accept connections within {timeout:?}: {e}").into(),
+                );
+            }
+            Err(_) => tokio::time::sleep(Duration::from_micros(500)).await,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// stdio
+
+fn spawn(command: &[String]) -> Result<Child, BoxError> {
+    let (program, args) = command.split_first().ok_or("no server command")?;
+    Ok(Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()?)
+}
+
+async fn stop(mut child: Child) {
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+}
+
+fn stdio_text(id: u64) -> String {
+    format!("s{id}")
+}
+
+fn stdio_request(id: u64) -> Vec<u8> {
+    let mut body = wire::tools_call_body(id, "echo", &stdio_text(id), None);
+    body.push(b'\n');
+    body
+}
+
+/// Reads the next response line; notifications and requests from the server are skipped.
+async fn next_response<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> Result<u64, String> {
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', line)
+            .await
+            .map_err(|e| format!("reading stdout: {e}"))?;
+        if n == 0 {
+            return Err("the server closed its stdout".into());
+        }
+        let message = line.trim_ascii();
+        if message.is_empty() {
+            continue;
+        }
+        if let Some(id) = wire::response_id(message)? {
+            return Ok(id);
+        }
+    }
+}
+
+async fn run_stdio(args: StdioArgs) -> Result<Option<RunRecord>, BoxError> {
+    let StdioArgs {
+        common,
+        inflight,
+        command,
+    } = args;
+    let mut child = spawn(&command)?;
+    let pid = child.id().ok_or("the server exited at once")?;
+    let mut writer = BufWriter::new(child.stdin.take().ok_or("no stdin")?);
+    let mut reader = BufReader::with_capacity(64 * 1024, child.stdout.take().ok_or("no stdout")?);
+    let mut line = Vec::with_capacity(4096);
+    let mut tally = Tally::new();
+
+    // One request first: the server is up, and its RSS is "idle after one request".
+    writer.write_all(&stdio_request(0)).await?;
+    writer.flush().await?;
+    let first = tokio::time::timeout(REQUEST_TIMEOUT, next_response(&mut reader, &mut line)).await;
+    match first {
+        Ok(Ok(0)) => wire::check_text_result(line.trim_ascii(), 0, &stdio_text(0))
+            .map_err(|e| format!("first request: {e}"))?,
+        Ok(Ok(other)) => return Err(format!("first response has id {other}").into()),
+        Ok(Err(e)) => return Err(e.into()),
+        Err(_) => return Err("no answer to the first request".into()),
+    }
+    let rss_idle = vm_rss_kib(pid).unwrap_or(0);
+    let sampler = Sampler::start(pid);
+
+    let window = Window::after_warmup(common.warmup, common.duration);
+    let cpu = CpuWindow::start(Some(pid), window);
+    let mut sent: std::collections::HashMap<u64, Instant> =
+        std::collections::HashMap::with_capacity(inflight as usize * 2);
+    let mut next_id = 1u64;
+    for _ in 0..inflight {
+        sent.insert(next_id, Instant::now());
+        writer.write_all(&stdio_request(next_id)).await?;
+        next_id += 1;
+    }
+    writer.flush().await?;
+    let mut sending = true;
+    while !sent.is_empty() {
+        let id = match tokio::time::timeout(REQUEST_TIMEOUT, next_response(&mut reader, &mut line))
+            .await
+        {
+            Ok(Ok(id)) => id,
+            Ok(Err(e)) => {
+                tally.error(e);
+                break;
+            }
+            Err(_) => {
+                tally.error(format!(
+                    "{} requests unanswered for {REQUEST_TIMEOUT:?}",
+                    sent.len()
+                ));
+                break;
+            }
+        };
+        let ended = Instant::now();
+        match sent.remove(&id) {
+            None => tally.error(format!("response to unknown id {id}")),
+            Some(started) => {
+                match wire::check_text_result(line.trim_ascii(), id, &stdio_text(id)) {
+                    Ok(()) if window.contains(started, ended) => tally.record(ended - started),
+                    Ok(()) => {}
+                    Err(e) => tally.error(e),
+                }
+            }
+        }
+        if ended >= window.end {
+            sending = false;
+        }
+        if sending {
+            sent.insert(next_id, Instant::now());
+            writer.write_all(&stdio_request(next_id)).await?;
+            next_id += 1;
+            // Flush once the replies already read are all answered.
+            if reader.buffer().is_empty() {
+                writer.flush().await?;
+            }
+        }
+    }
+    let rss_peak = sampler.stop();
+    let rss_after = vm_rss_kib(pid).unwrap_or(0);
+    let base = RunRecord {
+        peer: common.peer,
+        scenario: common.scenario.unwrap_or_else(|| "stdio".to_owned()),
+        concurrency: inflight,
+        requests_per_call: 1,
+        rss_idle_kib: rss_idle,
+        rss_peak_kib: rss_peak.max(rss_after),
+        rss_after_kib: rss_after,
+        ..RunRecord::default()
+    };
+    // The CPU reading must happen while the server still runs.
+    let record = cpu
+        .finish(tally.into_record(base, window.end - window.start), window)
+        .await;
+    drop(writer);
+    stop(child).await;
+    finish(record, common.out.as_ref())
+}
+
+// ---------------------------------------------------------------------------------------
+// startup
+
+/// Starts the server once and returns the time to its first answer and its RSS then.
+async fn start_once(args: &StartupArgs) -> Result<(Duration, u64), String> {
+    let started = Instant::now();
+    let mut child = spawn(&args.command).map_err(|e| e.to_string())?;
+    let pid = child.id().unwrap_or(0);
+    let outcome = match args.transport {
+        Transport::Http => {
+            let addr = args.addr.ok_or("--addr is needed for HTTP")?;
+            let target = HttpTarget {
+                addr,
+                host: addr.to_string(),
+                path: "/mcp".into(),
+                mode: Mode::Echo,
+                expect_tools: 0,
+            };
+            let first = async {
+                let stream = wait_for(addr, REQUEST_TIMEOUT)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                stream.set_nodelay(true).map_err(|e| e.to_string())?;
+                let (mut sender, connection) =
+                    hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                let driver = tokio::spawn(connection);
+                let mut seq = 0;
+                let answered = http_call(&mut sender, &target, 0, &mut seq)
+                    .await
+                    .map_err(CallError::message);
+                let elapsed = started.elapsed();
+                // Close our side first, so that the port is free for the next start.
+                drop(sender);
+                let _ = driver.await;
+                answered.map(|()| elapsed)
+            };
+            first.await
+        }
+        Transport::Stdio => {
+            let first = async {
+                let mut stdin = child.stdin.take().ok_or("no stdin")?;
+                let mut reader = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+                stdin
+                    .write_all(&stdio_request(0))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                stdin.flush().await.map_err(|e| e.to_string())?;
+                let mut line = Vec::new();
+                let id = next_response(&mut reader, &mut line).await?;
+                let elapsed = started.elapsed();
+                if id != 0 {
+                    return Err(format!("first response has id {id}"));
+                }
+                wire::check_text_result(line.trim_ascii(), 0, &stdio_text(0))?;
+                Ok(elapsed)
+            };
+            match tokio::time::timeout(REQUEST_TIMEOUT, first).await {
+                Ok(r) => r,
+                Err(_) => Err("no answer".into()),
+            }
+        }
+    };
+    let rss = vm_rss_kib(pid).unwrap_or(0);
+    stop(child).await;
+    outcome.map(|elapsed| (elapsed, rss))
+}
+
+async fn run_startup(args: StartupArgs) -> Result<Option<RunRecord>, BoxError> {
+    let mut times = Vec::new();
+    let mut tally = Tally::new();
+    let mut rss = 0;
+    for _ in 0..args.repeat {
+        match start_once(&args).await {
+            Ok((elapsed, kib)) => {
+                times.push(elapsed);
+                tally.record(elapsed);
+                rss = rss.max(kib);
+            }
+            Err(e) => tally.error(e),
+        }
+        // Let the killed process's port and memory go.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    times.sort();
+    let pick = |q: f64| -> f64 {
+        if times.is_empty() {
+            return 0.0;
+        }
+        let rank = ((q * times.len() as f64).ceil() as usize).clamp(1, times.len());
+        times[rank - 1].as_secs_f64() * 1e6
+    };
+    let transport = match args.transport {
+        Transport::Http => "http",
+        Transport::Stdio => "stdio",
+    };
+    let record = RunRecord {
+        peer: args.peer.clone(),
+        scenario: format!("startup-{transport}"),
+        concurrency: args.repeat,
+        duration_s: 0.0,
+        calls: times.len() as u64,
+        requests_per_call: 1,
+        errors: tally.errors,
+        error_samples: tally.samples,
+        calls_per_s: 0.0,
+        p50_us: pick(0.5),
+        p90_us: pick(0.9),
+        p99_us: pick(0.99),
+        max_us: pick(1.0),
+        rss_idle_kib: rss,
+        rss_peak_kib: rss,
+        rss_after_kib: rss,
+        loadavg_1m: loadavg_1m(),
+        ..RunRecord::default()
+    };
+    finish(record, args.out.as_ref())
+}

@@ -1,0 +1,208 @@
+//! The rmcp 3.11 server of the benchmark, in its fair configuration (the fastest setup a
+//! careful user would choose, following the findings of the rmcp measurement):
+//!
+//! * `TCP_NODELAY` on every accepted socket;
+//! * JSON replies (`json_response`), no legacy sessions;
+//! * the tool router built **once** and shared (`#[tool_handler(router = self.router)]`
+//!   over an `Arc`), instead of the default that rebuilds it on every call;
+//! * the `confirm` state sealed with rmcp's `RequestStateCodec` (HMAC-SHA256, a 300 s TTL,
+//!   associated data binding it to the tool and its argument), codec created once;
+//! * the streamable HTTP service driven by hyper directly (no router in front).
+//!
+//! ```text
+//! rmcp-server [--many] (--port N | --stdio)
+//! ```
+
+use std::io::Read as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arctern_bench::many::*;
+use clap::Parser;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{InputResponses, RequestState};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
+    ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, RequestStateCodec,
+    SealOptions,
+};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService, stdio_pipes};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::net::TcpListener;
+
+#[derive(Parser)]
+#[command(about = "rmcp benchmark server")]
+struct Cli {
+    /// Port to listen on (127.0.0.1).
+    #[arg(long, required_unless_present = "stdio")]
+    port: Option<u16>,
+    /// Serve on stdin/stdout instead.
+    #[arg(long)]
+    stdio: bool,
+    /// Register `echo` and 99 generated tools instead of `echo` and `confirm`.
+    #[arg(long)]
+    many: bool,
+}
+
+/// How long a sealed `confirm` state stays valid.
+const STATE_TTL: Duration = Duration::from_secs(300);
+
+/// Arguments of `echo` and `confirm`.
+#[derive(Deserialize, JsonSchema)]
+struct TextArg {
+    /// Any text.
+    text: String,
+}
+
+/// The server: everything expensive is built once and shared by every request's clone.
+#[derive(Clone)]
+struct RmcpBench {
+    router: Arc<ToolRouter<RmcpBench>>,
+    codec: Arc<RequestStateCodec>,
+    confirm_schema: Arc<ElicitationSchema>,
+}
+
+impl RmcpBench {
+    fn new(many: bool) -> Result<RmcpBench, Box<dyn std::error::Error>> {
+        let router = if many {
+            Self::echo_router() + Self::many_router()
+        } else {
+            Self::echo_router() + Self::confirm_router()
+        };
+        // A fresh random key per process, like the other servers' defaults.
+        let mut key = [0u8; 32];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
+        Ok(RmcpBench {
+            router: Arc::new(router),
+            codec: Arc::new(RequestStateCodec::try_new(key.to_vec())?),
+            confirm_schema: Arc::new(ElicitationSchema::builder().required_bool("ok").build()?),
+        })
+    }
+}
+
+/// What the `confirm` state is bound to: the tool and its argument.
+fn confirm_binding(text: &str) -> Vec<u8> {
+    let mut ad = Vec::with_capacity(20 + text.len());
+    ad.extend_from_slice(b"tools/call\0confirm\0");
+    ad.extend_from_slice(text.as_bytes());
+    ad
+}
+
+fn invalid_state() -> ErrorData {
+    ErrorData::invalid_params("Invalid or expired requestState", None)
+}
+
+#[tool_router(router = echo_router)]
+impl RmcpBench {
+    #[tool(description = "Returns its text.")]
+    async fn echo(&self, Parameters(a): Parameters<TextArg>) -> String {
+        a.text
+    }
+}
+
+#[tool_router(router = confirm_router)]
+impl RmcpBench {
+    #[tool(description = "Returns its text after the user confirms.")]
+    async fn confirm(
+        &self,
+        Parameters(a): Parameters<TextArg>,
+        InputResponses(answers): InputResponses,
+        RequestState(state): RequestState,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let binding = confirm_binding(&a.text);
+        let Some(state) = state else {
+            // Round 1: ask, and seal what round 2 must prove.
+            let sealed = self.codec.seal_with(
+                b"confirm/1",
+                &SealOptions::new().associated_data(&binding).ttl(STATE_TTL),
+            );
+            let question = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: "Confirm?".into(),
+                requested_schema: (*self.confirm_schema).clone(),
+            });
+            let mut asks = InputRequests::new();
+            asks.insert("confirm".into(), InputRequest::Elicitation(question));
+            return Ok(InputRequiredResult::new(Some(asks), Some(sealed)).into());
+        };
+        // Round 2: the state must be ours, for this tool and argument, and unexpired.
+        let opened = self
+            .codec
+            .open_with(&state, &binding)
+            .map_err(|_| invalid_state())?;
+        if opened != b"confirm/1" {
+            return Err(invalid_state());
+        }
+        let answer = answers.as_ref().and_then(|a| a.get("confirm"));
+        let accepted = answer.is_some_and(|a| {
+            a.get("action").and_then(|v| v.as_str()) == Some("accept")
+                && a.pointer("/content/ok").and_then(|v| v.as_bool()) == Some(true)
+        });
+        let text = if accepted {
+            a.text
+        } else {
+            "Not confirmed.".into()
+        };
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/many_rmcp.rs"));
+
+#[tool_handler(router = self.router, name = "rmcp-bench", version = "0.1.0")]
+impl ServerHandler for RmcpBench {}
+
+async fn serve_http(server: RmcpBench, port: u16) -> Result<(), Box<dyn std::error::Error>> {
+    let config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
+        .with_legacy_session_mode(false);
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?;
+        let service = TowerToHyperService::new(service.clone());
+        tokio::spawn(async move {
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn serve_stdio(server: RmcpBench) -> Result<(), Box<dyn std::error::Error>> {
+    server.serve(stdio_pipes()).await?.waiting().await?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let served = match RmcpBench::new(cli.many) {
+        Ok(server) => match cli.port {
+            Some(port) if !cli.stdio => serve_http(server, port).await,
+            _ => serve_stdio(server).await,
+        },
+        Err(e) => Err(e),
+    };
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rmcp-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The record one measured run writes (one JSON object per line in a results file), read
+//! back by the report.
+
+use serde::{Deserialize, Serialize};
+
+/// One measured run of one scenario against one server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The server measured: `arctern`, `rmcp`, `python` or `ceiling`.
+    pub peer: String,
+    /// The scenario: `echo`, `confirm`, `list100`, `echo100`, `stdio`, `startup-http`,
+    /// `startup-stdio`.
+    pub scenario: String,
+    /// Connections (HTTP), requests in flight (stdio), or repetitions (startup).
+    pub concurrency: u32,
+    /// Measured seconds (after warm-up).
+    pub duration_s: f64,
+    /// Completed measured calls; a `confirm` call is a complete two-round flow.
+    pub calls: u64,
+    /// HTTP requests (or stdio messages) per call: 2 for `confirm`, else 1.
+    pub requests_per_call: u32,
+    /// Failed calls: transport errors, wrong status, wrong id, wrong content. A run with
+    /// errors is reported as failed.
+    pub errors: u64,
+    /// The first few error messages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_samples: Vec<String>,
+    /// Calls per second.
+    pub calls_per_s: f64,
+    /// Latency percentiles of a call, in microseconds (the whole flow for `confirm`; time to
+    /// the first answered request for startup).
+    pub p50_us: f64,
+    /// 90th percentile, microseconds.
+    pub p90_us: f64,
+    /// 99th percentile, microseconds.
+    pub p99_us: f64,
+    /// Slowest call, microseconds.
+    pub max_us: f64,
+    /// Server RSS before the first measured request, KiB (HTTP: before any request; stdio:
+    /// after the first answered request; startup: right after the first answer).
+    pub rss_idle_kib: u64,
+    /// Highest server RSS sampled every 200 ms during the run, KiB.
+    pub rss_peak_kib: u64,
+    /// Server RSS right after the run, KiB.
+    pub rss_after_kib: u64,
+    /// Server CPU time (user + system, all threads) per measured call during the measured
+    /// window, microseconds; 0 when unknown. Unlike throughput, it does not depend on what
+    /// else runs on the server's core.
+    #[serde(default)]
+    pub server_cpu_us_per_call: f64,
+    /// Share of the measured window the server spent on a CPU (1.0 = its core saturated).
+    #[serde(default)]
+    pub server_cpu_util: f64,
+    /// Share of the measured window the load generator spent on a CPU; near 1.0 it, not the
+    /// server, limited throughput.
+    #[serde(default)]
+    pub load_cpu_util: f64,
+    /// The 1-minute load average when the run ended (other work on the machine shows here).
+    pub loadavg_1m: f64,
+}
+
+impl RunRecord {
+    /// Whether the run had no errors and measured at least one call.
+    pub fn ok(&self) -> bool {
+        self.errors == 0 && self.calls > 0
+    }
+}
+
+/// The 1-minute load average, or 0 if it cannot be read.
+pub fn loadavg_1m() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
