@@ -218,6 +218,13 @@ impl Response {
     /// The next SSE event with data as `(id, message)`; `None` at the end of the stream.
     /// Events without data (the priming event) are returned with `Value::Null`.
     async fn event(&mut self) -> Option<(Option<String>, Value)> {
+        // Keep-alive comments must not keep a stuck stream from failing the test.
+        tokio::time::timeout(PATIENCE, self.event_unbounded())
+            .await
+            .expect("an event (or the end of the stream) arrives in time")
+    }
+
+    async fn event_unbounded(&mut self) -> Option<(Option<String>, Value)> {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let raw: String = self.buf.drain(..end + 2).collect();
@@ -243,9 +250,7 @@ impl Response {
                 };
                 return Some((id, value));
             }
-            let frame = tokio::time::timeout(PATIENCE, self.body.frame())
-                .await
-                .expect("the stream moves in time")?;
+            let frame = self.body.frame().await?;
             if let Ok(data) = frame.unwrap().into_data() {
                 self.buf.push_str(std::str::from_utf8(&data).unwrap());
             }
@@ -764,4 +769,24 @@ async fn stdio_serves_a_legacy_session_with_the_shim() {
         .expect("serving ends at end of input")
         .unwrap()
         .expect("serving returns Ok");
+}
+
+#[tokio::test]
+async fn notifications_cancelled_ends_a_legacy_request() {
+    let running = start(HttpConfig::new()).await;
+    let (session, _) = Session::open(running.addr, V11, json!({"elicitation": {}})).await;
+    let mut call = session
+        .post(&rpc(7, "tools/call", json!({"name": "provision"})))
+        .await;
+    let (_, request) = call.message(V11).await.unwrap();
+    assert_eq!(request["method"], "elicitation/create");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "changed my mind"}});
+    assert_eq!(session.post(&cancel).await.status, StatusCode::ACCEPTED);
+    // The stream ends without a result.
+    assert!(call.message(V11).await.is_none());
+    // The session goes on.
+    let pong = session.call(&rpc(8, "ping", json!({}))).await;
+    assert_eq!(pong["result"], json!({}));
+    running.stop().await;
 }

@@ -44,8 +44,9 @@ pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The default maximum number of legacy sessions open at once: 10 000.
 pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
 
-/// Events one stream keeps for resumption; older ones are dropped.
-const MAX_EVENTS: usize = 1024;
+/// Events one stream keeps for resumption; older ones are dropped (so a session whose
+/// client never reads its `GET` stream holds a bounded backlog).
+const MAX_EVENTS: usize = 256;
 /// Finished request streams a session keeps for resumption.
 const MAX_FINISHED_STREAMS: usize = 32;
 /// The `retry` the priming event of a 2025-11-25 stream suggests, in milliseconds.
@@ -360,6 +361,15 @@ impl HttpSession {
     }
 }
 
+/// Finishes a request stream's log when dropped.
+struct FinishOnDrop(Arc<EventLog>);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
 /// Keeps a session from expiring while held.
 struct ActiveGuard(Arc<HttpSession>);
 
@@ -439,19 +449,27 @@ pub(crate) async fn serve_message<H: Handler>(
                     let log = task_session.new_stream();
                     let events = log.clone().reader(1, None, &task_session, sse);
                     let _ = tx.send(Answer::Stream(events));
+                    // Ends the stream for its readers however the task ends (also when
+                    // `notifications/cancelled` aborts it).
+                    let _finish = FinishOnDrop(log.clone());
                     while let Some(message) = stream.next().await {
                         // An empty message asks for the response to end here (the client
                         // resumes with GET).
                         log.push((!message.is_empty()).then_some(message));
                     }
-                    log.finish();
                 }
             }
-            task_session
+            let mut in_flight = task_session
                 .in_flight
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id);
+                .unwrap_or_else(PoisonError::into_inner);
+            // A later request may have reused the id (a client bug); its entry stays.
+            if in_flight
+                .get(&id)
+                .is_some_and(|task| task.id() == tokio::task::id())
+            {
+                in_flight.remove(&id);
+            }
         });
         in_flight.insert(request_id, task.abort_handle());
     }
@@ -472,7 +490,7 @@ pub(crate) fn open_get(
             let (stream, seq) = parse_event_id(last).ok_or("Malformed Last-Event-ID")?;
             let log = session.stream(stream).ok_or("Unknown Last-Event-ID")?;
             let takeover = (stream == 0).then(|| log.take_over());
-            Ok(log.reader_resumed(seq + 1, takeover, session))
+            Ok(log.reader_resumed(seq.saturating_add(1), takeover, session))
         }
         None => {
             let log = session.standalone.clone();
