@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust test suites, then the official MCP conformance
-# suite against the fixture server and the fixture client (2026-07-28 wire; the client also
-# at 2025-11-25, the legacy era). Tools it needs
+# suite against the fixture server and the fixture client (2026-07-28 wire, and 2025-11-25,
+# the legacy era, for both). Tools it needs
 # (the pinned conformance suite) are installed on first use into a cache outside the checkout.
 #
 #   scripts/test.sh            everything
