@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::config::CacheHint;
-use crate::state::{ArgsDigest, args_digest};
+use crate::state::{ArgsDigest, args_digest, args_digest_of_object};
 
 /// Request params the engine can parse: it takes the `_meta` envelope out of them and may
 /// compare a mirrored name with the `Mcp-Name` header.
@@ -85,8 +85,7 @@ impl MrtrParams for arctern_types::tools::CallToolRequestParams {
         &self.name
     }
     fn args_digest(&self) -> ArgsDigest {
-        let args = self.arguments.clone().map(Value::Object);
-        args_digest(args.as_ref())
+        args_digest_of_object(self.arguments.as_ref())
     }
     fn request_state_mut(&mut self) -> &mut Option<String> {
         &mut self.request_state

@@ -81,6 +81,17 @@ pub fn args_digest(arguments: Option<&Value>) -> ArgsDigest {
     ArgsDigest(hasher.finalize().into())
 }
 
+/// [`args_digest`] of an arguments object, without first copying it into a [`Value`].
+pub(crate) fn args_digest_of_object(arguments: Option<&Map<String, Value>>) -> ArgsDigest {
+    let mut hasher = Sha256::new();
+    hasher.update(ARGS_LABEL);
+    match arguments {
+        None => hasher.update(b"{}"),
+        Some(map) => write_object(&mut HashSink::new(&mut hasher), map),
+    }
+    ArgsDigest(hasher.finalize().into())
+}
+
 /// Digest of a question: its kind (for example `"elicitation/create"`) and its rendered
 /// parameters, in the same canonical form as [`args_digest`] (the canonical JSON of the
 /// two-element array `[kind, params]`).
@@ -330,6 +341,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn object_digest_matches_value_digest() {
+        let v = json!({"b": [1.0, {"y": 2, "x": 1}], "a": "é"});
+        let Value::Object(map) = &v else {
+            unreachable!()
+        };
+        assert_eq!(args_digest_of_object(Some(map)), args_digest(Some(&v)));
+        assert_eq!(args_digest_of_object(None), args_digest(None));
+    }
 
     #[test]
     fn canonical_text() {

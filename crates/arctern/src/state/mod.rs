@@ -90,6 +90,7 @@ mod sealer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codec::{CodecError, StateCodec, TOKEN_FORMAT_VERSION, UnsealError, XChaChaCodec};
+pub(crate) use digest::args_digest_of_object;
 pub use digest::{ArgsDigest, QuestionDigest, args_digest, canonical_json, question_digest};
 pub use key::{
     KeyError, KeyId, KeyRing, MAX_KEY_ID_LEN, MAX_KEY_MATERIAL_LEN, MIN_KEY_MATERIAL_LEN, StateKey,
