@@ -334,7 +334,8 @@ impl<H: Handler> Server<H> {
     }
 
     /// The context of one handler invocation on a legacy session: the session's version,
-    /// capabilities, client and log level stand in for the modern per-request envelope.
+    /// capabilities, client and log level stand in for the modern per-request envelope (and
+    /// win over anything a legacy client put in `_meta`).
     #[allow(clippy::too_many_arguments)]
     fn legacy_context(
         &self,
@@ -347,15 +348,13 @@ impl<H: Handler> Server<H> {
         cancel: CancellationToken,
         opened: Option<StatePayload>,
     ) -> RequestContext {
-        let mut meta = RequestMeta {
+        let meta = RequestMeta {
             protocol_version: Some(session.version.as_str().to_owned()),
             client_capabilities: Some(session.capabilities.clone()),
             client_info: Some(session.client_info.clone()),
             log_level: Some(session.log_level()),
             ..meta.clone()
         };
-        // What the session negotiated wins over anything a legacy client put in `_meta`.
-        meta.extra.remove(arctern_types::meta::PROTOCOL_VERSION_KEY);
         let config = self.config();
         let peer = LegacyPeer {
             session: session.clone(),

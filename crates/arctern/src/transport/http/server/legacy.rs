@@ -682,7 +682,8 @@ impl Reader {
                             found = Some((*seq, message.clone()));
                             break;
                         }
-                        None if *seq >= self.skip_marks_before => return None,
+                        // A client that takes only JSON waits for the result instead.
+                        None if self.sse && *seq >= self.skip_marks_before => return None,
                         None => {}
                     }
                 }
