@@ -63,21 +63,20 @@ pub(crate) enum Route {
     Undecided,
 }
 
-/// Routes a request: a session id means legacy; a modern `MCP-Protocol-Version` means
-/// modern; anything else needs a look at the body.
+/// Routes a request: a modern `MCP-Protocol-Version` means modern (the 2026-07-28 wire has
+/// no sessions, so an `Mcp-Session-Id` beside it is ignored); otherwise a session id means
+/// legacy; anything else needs a look at the body.
 pub(crate) fn route(headers: &HeaderMap) -> Route {
-    if let Some(id) = headers.get(MCP_SESSION_ID) {
-        return Route::Session(String::from_utf8_lossy(id.as_bytes()).into());
+    if let Some(v) = headers.get(MCP_PROTOCOL_VERSION)
+        && ProtocolVersion::MODERN
+            .iter()
+            .any(|m| m.as_str().as_bytes() == v.as_bytes())
+    {
+        return Route::Modern;
     }
-    match headers.get(MCP_PROTOCOL_VERSION) {
-        Some(v)
-            if ProtocolVersion::MODERN
-                .iter()
-                .any(|m| m.as_str().as_bytes() == v.as_bytes()) =>
-        {
-            Route::Modern
-        }
-        _ => Route::Undecided,
+    match headers.get(MCP_SESSION_ID) {
+        Some(id) => Route::Session(String::from_utf8_lossy(id.as_bytes()).into()),
+        None => Route::Undecided,
     }
 }
 
