@@ -12,7 +12,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use arctern::server::{
-    Handler, HandlerResult, Outcome, RequestContext, Server, ServerConfig, resource_not_found,
+    Handler, HandlerResult, LegacyConfig, Outcome, RequestContext, Server, ServerConfig,
+    resource_not_found,
 };
 use arctern::transport::http::{HttpConfig, HttpServer};
 use arctern::transport::stdio::StdioServer;
@@ -789,4 +790,31 @@ async fn notifications_cancelled_ends_a_legacy_request() {
     let pong = session.call(&rpc(8, "ping", json!({}))).await;
     assert_eq!(pong["result"], json!({}));
     running.stop().await;
+}
+
+#[tokio::test]
+async fn a_modern_only_server_refuses_initialize() {
+    let mut config = ServerConfig::new("modern-only", "1.0.0").legacy(LegacyConfig::disabled());
+    config.capabilities.tools = Some(ToolsCapability::default());
+    let bound = HttpServer::new(Server::new(Legacy, config))
+        .bind("127.0.0.1:0".parse::<SocketAddr>().unwrap())
+        .listen()
+        .await
+        .expect("binds");
+    let addr = bound.local_addr();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(bound.serve_with_shutdown(async {
+        let _ = stopped.await;
+    }));
+    // Without the legacy era, initialize is just a request without the modern headers.
+    let response = send(addr, Method::POST, &[], Some(&initialize(V11, json!({})))).await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST);
+    assert!(response.session().is_none());
+    assert_eq!(response.json().await["error"]["code"], -32020);
+    let _ = stop.send(());
+    tokio::time::timeout(PATIENCE, task)
+        .await
+        .expect("the server stops in time")
+        .unwrap()
+        .expect("the server returns Ok");
 }
