@@ -713,10 +713,11 @@ async fn run_stdio(args: StdioArgs) -> Result<Option<RunRecord>, BoxError> {
             sent.insert(next_id, Instant::now());
             writer.write_all(&stdio_request(next_id)).await?;
             next_id += 1;
-            // Flush once the replies already read are all answered.
-            if reader.buffer().is_empty() {
-                writer.flush().await?;
-            }
+        }
+        // Flush before the next read can block: once no complete reply is left in the read
+        // buffer, the server may be waiting for the requests still buffered here.
+        if !reader.buffer().contains(&b'\n') {
+            writer.flush().await?;
         }
     }
     let rss_peak = sampler.stop();

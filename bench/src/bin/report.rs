@@ -101,6 +101,25 @@ impl Runs {
         self.get(peer, scenario, concurrency).filter(|r| r.ok())
     }
 
+    /// Median idle RSS of `peer` over its HTTP runs of the two-tool server (every run starts a
+    /// fresh process, so each is one sample of the same quantity).
+    fn idle_rss_kib(&self, peer: &str) -> Option<f64> {
+        let mut samples: Vec<u64> = self
+            .all
+            .iter()
+            .filter(|r| r.peer == peer && (r.scenario == "echo" || r.scenario == "confirm"))
+            .map(|r| r.rss_idle_kib)
+            .filter(|&k| k > 0)
+            .collect();
+        samples.sort_unstable();
+        let n = samples.len();
+        match n {
+            0 => None,
+            _ if n % 2 == 1 => Some(samples[n / 2] as f64),
+            _ => Some((samples[n / 2 - 1] + samples[n / 2]) as f64 / 2.0),
+        }
+    }
+
     /// The single startup run of `peer` over `transport`.
     fn startup(&self, peer: &str, transport: &str) -> Option<&RunRecord> {
         let scenario = format!("startup-{transport}");
@@ -333,7 +352,7 @@ fn targets(runs: &Runs, micro: &BTreeMap<String, f64>) -> Vec<Target> {
             ))
         ),
     ));
-    let idle = |peer| runs.get(peer, "echo", 1).map(|r| r.rss_idle_kib as f64);
+    let idle = |peer| runs.idle_rss_kib(peer);
     let rss = ratio(idle("arctern"), idle("rmcp"));
     out.push(check(
         "idle RSS vs rmcp",
@@ -516,7 +535,7 @@ fn markdown(
             "| {peer} | {} | {} | {} | {} | {} | {} |",
             startup("http"),
             startup("stdio"),
-            mib(runs.get(peer, "echo", 1).map(|r| r.rss_idle_kib)),
+            mib(runs.idle_rss_kib(peer).map(|k| k as u64)),
             mib(runs.get(peer, "echo", 32).map(|r| r.rss_peak_kib)),
             mib(runs.get(peer, "confirm", 32).map(|r| r.rss_peak_kib)),
             mib(runs.get(peer, "stdio", 32).map(|r| r.rss_peak_kib)),
@@ -524,7 +543,8 @@ fn markdown(
     }
     let _ = writeln!(
         md,
-        "\nIdle RSS: after start-up, before the first request. Peak: highest of samples every \
+        "\nIdle RSS: after start-up, before the first request (median over the fresh server of every \
+         HTTP echo and confirm run). Peak: highest of samples every \
          200 ms during the run."
     );
 
