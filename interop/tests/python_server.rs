@@ -7,22 +7,20 @@ use std::sync::{Arc, Mutex};
 
 use arctern::client::{Client, ClientBuilder, StdioCommand};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
-use arctern::types::roots::Root;
-use arctern::types::sampling::CreateMessageResult;
-use common::{PATIENCE, Process, fixture, python};
-use serde::Serialize;
-use serde_json::{Value, json};
+use common::{
+    PATIENCE, Process, ROOT, fixture, python, scripted_form_answer, text,
+    with_scripted_model_and_roots,
+};
+use serde_json::json;
 use tokio::process::Command;
 
 /// The questions the server asked: (key in `inputRequests`, message), in order.
 type Asked = Arc<Mutex<Vec<(String, String)>>>;
 
-const ROOT: &str = "file:///srv/interop";
-
 /// A client that answers the server's questions by the fields they ask for.
 fn builder(asked: &Asked) -> ClientBuilder {
     let log = asked.clone();
-    Client::builder()
+    let builder = Client::builder()
         .name("arctern-interop-client")
         .request_timeout(PATIENCE)
         .on_elicit(move |question| {
@@ -35,40 +33,10 @@ fn builder(asked: &Asked) -> ClientBuilder {
                     .unwrap()
                     .push((question.key().to_owned(), form.message.clone()));
                 let fields: Vec<&str> = form.requested_schema.properties.names().collect();
-                Ok(match fields.as_slice() {
-                    ["region"] => ElicitResult::accept([("region", "eu-west-1")]),
-                    ["gigabytes"] => ElicitResult::accept([("gigabytes", 20)]),
-                    ["audience"] => ElicitResult::accept([("audience", "the board")]),
-                    _ => ElicitResult::decline(),
-                })
+                Ok(scripted_form_answer(&fields))
             }
-        })
-        .on_sample(|question| async move {
-            let asked = question.messages[0]
-                .content
-                .first_text()
-                .unwrap_or_default()
-                .to_owned();
-            assert!(asked.contains("arctern"), "{asked}");
-            Ok(CreateMessageResult::text(
-                "stub-model",
-                "Fast, safe, yours.",
-            ))
-        })
-        .roots(vec![Root {
-            name: Some("interop".into()),
-            ..Root::new(ROOT)
-        }])
-}
-
-/// The text of every content block of a result.
-fn text(content: &impl Serialize) -> String {
-    let value = serde_json::to_value(content).unwrap();
-    let blocks = value.as_array().cloned().unwrap_or_else(|| vec![value]);
-    blocks
-        .iter()
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect()
+        });
+    with_scripted_model_and_roots(builder)
 }
 
 /// Every exchange the interop servers support, checked.

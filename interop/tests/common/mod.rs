@@ -8,6 +8,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arctern::client::ClientBuilder;
+use arctern::types::elicitation::ElicitResult;
+use arctern::types::roots::Root;
+use arctern::types::sampling::CreateMessageResult;
+use serde::Serialize;
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -15,6 +21,50 @@ use tokio::process::{Child, Command};
 const VENV: &str = "arctern/python-mcp-2.3.0";
 /// Written by the script once the virtualenv is complete.
 const READY: &str = ".arctern-ready";
+/// The root the scripted clients share.
+pub const ROOT: &str = "file:///srv/interop";
+
+/// How the scripted user fills a form, by the fields it asks for.
+pub fn scripted_form_answer(fields: &[&str]) -> ElicitResult {
+    match fields {
+        ["region"] => ElicitResult::accept([("region", "eu-west-1")]),
+        ["gigabytes"] => ElicitResult::accept([("gigabytes", 20)]),
+        ["audience"] => ElicitResult::accept([("audience", "the board")]),
+        _ => ElicitResult::decline(),
+    }
+}
+
+/// Adds the scripted model (which checks it was asked about arctern) and the shared root.
+pub fn with_scripted_model_and_roots(builder: ClientBuilder) -> ClientBuilder {
+    builder
+        .on_sample(|question| async move {
+            let asked = question.messages[0]
+                .content
+                .first_text()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(asked.contains("arctern"), "{asked}");
+            Ok(CreateMessageResult::text(
+                "stub-model",
+                "Fast, safe, yours.",
+            ))
+        })
+        .roots(vec![Root {
+            name: Some("interop".into()),
+            ..Root::new(ROOT)
+        }])
+}
+
+/// The text of every content block of a result.
+pub fn text(content: &impl Serialize) -> String {
+    let value = serde_json::to_value(content).unwrap();
+    let blocks = value.as_array().cloned().unwrap_or_else(|| vec![value]);
+    blocks
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect()
+}
+
 /// Bound on every wait, so that a broken peer fails the test instead of hanging it.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
