@@ -107,8 +107,10 @@ impl Default for MrtrLimits {
 /// What the answer to one typed question resolved to this round.
 #[derive(Debug, Clone)]
 pub(crate) enum Resolution {
-    /// Answered: the response as received (decoded for the kind asked).
-    Answered(Box<InputResponse>),
+    /// Answered: the response as received (decoded for the kind asked). Shared, because the
+    /// memo of resolutions, the answers carried to the next round and the handler each hold
+    /// it.
+    Answered(Arc<InputResponse>),
     /// Not answered yet; its question is queued for this round.
     Pending,
     /// Cannot be asked yet: it depends on an answer that is not there.
@@ -134,8 +136,8 @@ pub(crate) struct InputInner {
     pub(crate) request_state: Option<String>,
     /// Questions asked this round.
     pub(crate) asks: IndexMap<String, (InputRequest, QuestionDigest)>,
-    /// Answers to carry into the next round.
-    pub(crate) next_answers: Map<String, Value>,
+    /// Answers to carry into the next round; rendered as JSON only if a next round comes.
+    pub(crate) next_answers: Vec<(String, Arc<InputResponse>)>,
     /// Pins to carry into the next round.
     pub(crate) next_pins: BTreeMap<String, QuestionDigest>,
     /// Memo of typed resolutions by key.
@@ -270,7 +272,12 @@ impl InputState {
             pins.insert(key.clone(), digest);
             requests.insert(key, request);
         }
-        ctx.set_carry(inner.next_answers, pins);
+        let answers = inner
+            .next_answers
+            .into_iter()
+            .filter_map(|(key, answer)| Some((key, serde_json::to_value(&*answer).ok()?)))
+            .collect();
+        ctx.set_carry(answers, pins);
         let result = InputRequiredResult {
             input_requests: Some(requests),
             request_state: inner.request_state,
@@ -313,17 +320,14 @@ impl InputInner {
             self.failure.get_or_insert(error.clone());
             return Resolution::Failed(error);
         }
-        let params = serde_json::to_value(&request)
-            .ok()
-            .and_then(|mut v| v.get_mut("params").map(Value::take))
-            .unwrap_or(Value::Null);
-        let digest = crate::state::question_digest(request.method(), &params);
+        let digest = digest_of(key, &request);
         let pinned = self.pins.get(key) == Some(&digest);
         if let Some(response) = self.responses.get(key) {
             if pinned {
                 if let Some(answer) = decode_answer(kind, response).filter(|a| fits(a)) {
+                    let answer = Arc::new(answer);
                     self.keep(key, &answer, digest);
-                    return Resolution::Answered(Box::new(answer));
+                    return Resolution::Answered(answer);
                 }
                 tracing::debug!(key, "an answer does not fit its question; asking again");
             } else {
@@ -337,19 +341,55 @@ impl InputInner {
             && let Ok(answer) = InputResponse::decode_for(kind, carried.clone())
             && fits(&answer)
         {
+            let answer = Arc::new(answer);
             self.keep(key, &answer, digest);
-            return Resolution::Answered(Box::new(answer));
+            return Resolution::Answered(answer);
         }
         self.asks.insert(key.to_owned(), (request, digest));
         Resolution::Pending
     }
 
-    fn keep(&mut self, key: &str, answer: &InputResponse, digest: QuestionDigest) {
-        if let Ok(v) = serde_json::to_value(answer) {
-            self.next_answers.insert(key.to_owned(), v);
-            self.next_pins.insert(key.to_owned(), digest);
-        }
+    fn keep(&mut self, key: &str, answer: &Arc<InputResponse>, digest: QuestionDigest) {
+        self.next_answers.retain(|(k, _)| k != key);
+        self.next_answers.push((key.to_owned(), answer.clone()));
+        self.next_pins.insert(key.to_owned(), digest);
     }
+}
+
+/// Most question keys whose last question a thread remembers (see [`digest_of`]).
+const DIGEST_MEMO_KEYS: usize = 256;
+
+thread_local! {
+    /// Per thread: question key → the last question asked under it, with its digest.
+    static DIGEST_MEMO: RefCell<HashMap<String, Arc<(InputRequest, QuestionDigest)>>> =
+        RefCell::new(HashMap::new());
+}
+
+/// The digest that pins answers to `request`, asked under `key`.
+///
+/// Rendering a question to canonical JSON and hashing it is a good part of the cost of a
+/// round, and a handler usually asks the same question under the same key round after
+/// round and call after call. So each thread remembers the last question seen under each
+/// key with its digest, and reuses the digest when the question compares equal (equal
+/// questions have the same canonical JSON, so the same digest).
+fn digest_of(key: &str, request: &InputRequest) -> QuestionDigest {
+    let remembered = DIGEST_MEMO.with_borrow(|memo| memo.get(key).cloned());
+    if let Some(hit) = remembered
+        && hit.0 == *request
+    {
+        return hit.1;
+    }
+    let params = serde_json::to_value(request)
+        .ok()
+        .and_then(|mut v| v.get_mut("params").map(Value::take))
+        .unwrap_or(Value::Null);
+    let digest = crate::state::question_digest(request.method(), &params);
+    DIGEST_MEMO.with_borrow_mut(|memo| {
+        if memo.len() < DIGEST_MEMO_KEYS || memo.contains_key(key) {
+            memo.insert(key.to_owned(), Arc::new((request.clone(), digest)));
+        }
+    });
+    digest
 }
 
 /// Decodes a response for the kind of question asked; `None` when it does not fit.
@@ -362,4 +402,60 @@ fn decode_answer(kind: InputRequestKind, response: &InputResponse) -> Option<Inp
     InputResponse::decode_for(kind, value)
         .ok()
         .filter(|r| r.kind() == Some(kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use arctern_types::elicitation::{PrimitiveSchemaDefinition, RequestedSchema};
+
+    use super::*;
+
+    fn uncached(request: &InputRequest) -> QuestionDigest {
+        let params = serde_json::to_value(request).unwrap()["params"].take();
+        crate::state::question_digest(request.method(), &params)
+    }
+
+    fn form(message: &str, field: &str) -> InputRequest {
+        InputRequest::elicit_form(
+            message,
+            RequestedSchema::new().required(field, PrimitiveSchemaDefinition::boolean()),
+        )
+    }
+
+    #[test]
+    fn memoised_digests_equal_fresh_ones_and_follow_changed_questions() {
+        let first = form("Go ahead?", "ok");
+        let digest = digest_of("memo-test", &first);
+        assert_eq!(digest, uncached(&first));
+        // Remembered: the same question gives the same digest.
+        assert_eq!(digest_of("memo-test", &first.clone()), digest);
+
+        // Another question under the same key is hashed afresh, and replaces the memo.
+        let reworded = form("Really go ahead?", "ok");
+        let other_field = form("Go ahead?", "yes");
+        for changed in [&reworded, &other_field] {
+            let changed_digest = digest_of("memo-test", changed);
+            assert_ne!(changed_digest, digest);
+            assert_eq!(changed_digest, uncached(changed));
+        }
+        assert_eq!(digest_of("memo-test", &first), digest);
+
+        // Keys do not share memos: the same question under two keys has one digest.
+        assert_eq!(digest_of("memo-test-2", &first), digest);
+    }
+
+    #[test]
+    fn the_memo_stays_bounded() {
+        let question = form("Go ahead?", "ok");
+        for i in 0..DIGEST_MEMO_KEYS + 50 {
+            digest_of(&format!("bounded-{i}"), &question);
+        }
+        let remembered = DIGEST_MEMO.with_borrow(HashMap::len);
+        assert!(
+            remembered <= DIGEST_MEMO_KEYS,
+            "{remembered} keys remembered"
+        );
+        // Past the bound, digests are still right, just not remembered.
+        assert_eq!(digest_of("bounded-late", &question), uncached(&question));
+    }
 }

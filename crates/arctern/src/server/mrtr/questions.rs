@@ -190,7 +190,7 @@ impl<'a> AskContext<'a> {
 
     fn interpret<Q: Question>(&self, resolution: Resolution) -> Step<Decision<Q>> {
         match resolution {
-            Resolution::Answered(answer) => match *answer {
+            Resolution::Answered(answer) => match &*answer {
                 InputResponse::Elicit(e) => match e.action {
                     ElicitAction::Accept => match decode_content::<Q>(e.content.as_ref()) {
                         Some(q) => Step::Done(Decision::Accepted(q)),
@@ -359,7 +359,7 @@ impl<Q: SamplingQuestion, S> FromCall<S> for Sample<Q> {
         };
         let fits = |r: &InputResponse| matches!(r, InputResponse::CreateMessage(_));
         match cx.resolve_request(Q::KEY, InputRequest::sample(params), &fits) {
-            Resolution::Answered(answer) => match *answer {
+            Resolution::Answered(answer) => match Arc::unwrap_or_clone(answer) {
                 InputResponse::CreateMessage(result) => Extracted::Ready(Sample {
                     result,
                     _question: PhantomData,
@@ -398,7 +398,7 @@ impl<S> FromCall<S> for Roots {
         let cx = AskContext::new(ctx, arguments, InnerRef::Cell(&input.inner));
         let fits = |r: &InputResponse| matches!(r, InputResponse::ListRoots(_));
         match cx.resolve_request(Roots::KEY, InputRequest::list_roots(), &fits) {
-            Resolution::Answered(answer) => match *answer {
+            Resolution::Answered(answer) => match Arc::unwrap_or_clone(answer) {
                 InputResponse::ListRoots(list) => Extracted::Ready(Roots(list.roots)),
                 _ => Extracted::Pending,
             },
