@@ -3,6 +3,8 @@
 //! In 2026-07-28 every request carries its protocol version and the client's capabilities in
 //! `params._meta` ([`RequestMeta`]); results carry the server's identity in their `_meta`.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -59,7 +61,7 @@ pub struct RequestMeta {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_capabilities: Option<ClientCapabilities>,
+    pub client_capabilities: Option<Arc<ClientCapabilities>>,
     /// Who the client says it is (for display and logs only).
     #[serde(
         rename = "io.modelcontextprotocol/clientInfo",
@@ -88,10 +90,14 @@ pub struct RequestMeta {
 
 impl RequestMeta {
     /// The envelope a client sends: version and capabilities (and usually client info).
-    pub fn new(protocol_version: impl Into<String>, capabilities: ClientCapabilities) -> Self {
+    /// Pass an `Arc` to share one set of capabilities among many requests without copying.
+    pub fn new(
+        protocol_version: impl Into<String>,
+        capabilities: impl Into<Arc<ClientCapabilities>>,
+    ) -> Self {
         RequestMeta {
             protocol_version: Some(protocol_version.into()),
-            client_capabilities: Some(capabilities),
+            client_capabilities: Some(capabilities.into()),
             ..Default::default()
         }
     }

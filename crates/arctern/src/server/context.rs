@@ -158,7 +158,7 @@ impl RequestContext {
         self.inner
             .meta
             .client_capabilities
-            .as_ref()
+            .as_deref()
             .unwrap_or(&EMPTY_CAPABILITIES)
     }
 

@@ -41,8 +41,9 @@ const LEVEL_UNSET: u8 = u8::MAX;
 pub(crate) struct LegacySession {
     /// The negotiated revision.
     pub(crate) version: ProtocolVersion,
-    /// What the client declared at `initialize`, reduced to what the revision has.
-    pub(crate) capabilities: ClientCapabilities,
+    /// What the client declared at `initialize`, reduced to what the revision has; shared
+    /// with the envelope of every request of the session.
+    pub(crate) capabilities: Arc<ClientCapabilities>,
     /// Who the client says it is.
     pub(crate) client_info: Implementation,
     log_level: AtomicU8,
@@ -75,7 +76,7 @@ impl LegacySession {
     ) -> Self {
         LegacySession {
             version,
-            capabilities,
+            capabilities: Arc::new(capabilities),
             client_info,
             log_level: AtomicU8::new(LEVEL_UNSET),
             initialized: AtomicBool::new(false),
