@@ -216,8 +216,10 @@ impl<H: Handler> StreamableHttpService<H> {
                 };
                 let origin = RequestOrigin::http(headers, extensions);
                 if !matches!(route, Route::Modern) {
-                    return this
-                        .legacy_post(route, version, &bytes, origin, accepts)
+                    // Boxed: the legacy path's future is several kilobytes, and inline it
+                    // would make every modern request's future (moved to the heap above) as
+                    // large.
+                    return Box::pin(this.legacy_post(route, version, &bytes, origin, accepts))
                         .await;
                 }
                 let reply = this.inner.server.handle_bytes(&bytes, origin).await;
