@@ -1,6 +1,7 @@
 //! Shared pieces of the arctern benchmark: the benchmark contract on the wire (request
 //! bodies and headers the load generator sends, and the checks it applies to every reply),
-//! the result record every run writes, and RSS and CPU time sampling from `/proc`.
+//! the result record every run writes, the latency histogram and measured window, and RSS
+//! and CPU time sampling from `/proc`.
 //!
 //! The **benchmark contract** is the same for every server measured:
 //!
@@ -13,6 +14,7 @@
 //!   three-field argument struct, and `tools/list` lists all 100.
 
 pub mod cpu;
+pub mod measure;
 pub mod record;
 pub mod rss;
 pub mod wire;

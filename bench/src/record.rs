@@ -1,6 +1,10 @@
 //! The record one measured run writes (one JSON object per line in a results file), read
 //! back by the report.
 
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 /// One measured run of one scenario against one server.
@@ -63,6 +67,37 @@ impl RunRecord {
     /// Whether the run had no errors and measured at least one call.
     pub fn ok(&self) -> bool {
         self.errors == 0 && self.calls > 0
+    }
+
+    /// One line summing the run up, for the terminal.
+    pub fn summary(&self) -> String {
+        let status = if self.ok() { "ok" } else { "FAILED" };
+        format!(
+            "{:<8} {:<14} c={:<3} {:>10.0} calls/s  p50 {:>8.1} us  p90 {:>8.1} us  p99 {:>8.1} us  \
+             cpu/call {:.1} us  cpu server/load {:.0}%/{:.0}%  \
+             rss idle/peak/after {}/{}/{} KiB  errors {}  load {:.2}  [{status}]",
+            self.peer,
+            self.scenario,
+            self.concurrency,
+            self.calls_per_s,
+            self.p50_us,
+            self.p90_us,
+            self.p99_us,
+            self.server_cpu_us_per_call,
+            100.0 * self.server_cpu_util,
+            100.0 * self.load_cpu_util,
+            self.rss_idle_kib,
+            self.rss_peak_kib,
+            self.rss_after_kib,
+            self.errors,
+            self.loadavg_1m,
+        )
+    }
+
+    /// Appends the record as one JSON line to `path`.
+    pub fn append_to(&self, path: &Path) -> std::io::Result<()> {
+        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+        writeln!(file, "{}", serde_json::to_string(self)?)
     }
 }
 
