@@ -10,10 +10,13 @@ use serde::{Deserialize, Serialize};
 /// One measured run of one scenario against one server.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// The server measured: `arctern`, `rmcp`, `python` or `ceiling`.
+    /// The server measured: `arctern`, `rmcp`, `python`, `ceiling`, or `floor` (the
+    /// blocking TCP ping-pong without HTTP).
     pub peer: String,
-    /// The scenario: `echo`, `confirm`, `list100`, `echo100`, `stdio`, `startup-http`,
-    /// `startup-stdio`.
+    /// The scenario: `echo`, `echo-samecore` (the load generator on the server's core),
+    /// `confirm`, `list100`, `echo100`, `echo-pair` and `echo100-pair` (the interleaved
+    /// 2-tool / 100-tool comparison), `stdio`, `startup-http`, `startup-stdio`, `floor`,
+    /// `floor-samecore`.
     pub scenario: String,
     /// Connections (HTTP), requests in flight (stdio), or repetitions (startup).
     pub concurrency: u32,
@@ -61,6 +64,16 @@ pub struct RunRecord {
     pub load_cpu_util: f64,
     /// The 1-minute load average when the run ended (other work on the machine shows here).
     pub loadavg_1m: f64,
+    /// Bytes of one request on the wire, when fixed (the floor); 0 when not recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub request_bytes: u64,
+    /// Bytes of one response on the wire, when fixed (the floor); 0 when not recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub response_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RunRecord {
