@@ -2,29 +2,42 @@
 # The benchmark in one command: builds the servers, the load generator and the
 # micro-benchmarks in release mode, installs the Python reference SDK (pinned, cached outside
 # the checkout) if missing, runs every scenario against every server in the same run — one
-# fresh server process per run pinned to one core, the load generator pinned to the other —
-# and prints a Markdown table of absolute figures and ratios, also written to
-# bench/results/latest.md and bench/results/latest.json.
+# fresh server process per run pinned to one core, the load generator pinned to the other
+# (except the rows that put both on the server's core on purpose) — and prints a Markdown
+# table of absolute figures and ratios, also written to bench/results/latest.md and
+# bench/results/latest.json. The default run takes about 12 minutes.
 #
 # Usage: bench/run.sh [--quick] [--duration S] [--warmup S] [--repeat N]
+#                     [--pairs N] [--pair-duration S]
 #                     [--peers ceiling,arctern,rmcp,python]
-#                     [--scenarios echo,confirm,many,stdio,startup,micro]
+#                     [--scenarios echo,floor,confirm,many,stdio,startup,micro]
 #                     [--no-build] [--out DIR]
 #
-#   --quick      2 s per row after 0.5 s warm-up, 3 start-ups, short micro-benchmarks
-#   --duration   measured seconds per row (default 10)
-#   --warmup     warm-up seconds per row (default 2)
-#   --repeat     process starts timed per server and transport (default 5)
-#   --peers      servers to measure (default: all)
-#   --scenarios  scenario groups to run (default: all)
-#                  echo     HTTP tools/call echo at 1, 8 and 32 connections
-#                  confirm  HTTP 2-round confirm flow at 1 and 32 connections
-#                  many     100 tools registered: tools/list at 32, echo at 1 and 32
-#                  stdio    stdio echo with 1 and 32 requests in flight
-#                  startup  process start to first answered request (HTTP and stdio)
-#                  micro    criterion: envelope parse/serialize, seal, unseal
-#   --no-build   use the binaries already built
-#   --out        where results go (default: bench/results)
+#   --quick          2 s per row after 0.5 s warm-up, 1 s per interleaved run, 3 start-ups,
+#                    short micro-benchmarks
+#   --duration       measured seconds per row (default 10)
+#   --warmup         warm-up seconds per row (default 2)
+#   --repeat         process starts timed per server and transport (default 5)
+#   --pairs          interleaved pairs of arctern runs with 2 and with 100 tools registered
+#                    (echo, 32 connections) for the "no drop with 100 tools" target, which
+#                    compares their medians (default 3; 0: compare the single rows instead)
+#   --pair-duration  measured seconds per interleaved run (default 5)
+#   --peers          servers to measure (default: all)
+#   --scenarios      scenario groups to run (default: all)
+#                      echo     HTTP tools/call echo at 1, 8 and 32 connections
+#                      floor    latency at 1 connection across cores and on one core: the
+#                               floor (a blocking std::net ping-pong of the same bytes as an
+#                               echo call, no HTTP, no async runtime) with its client on
+#                               LOAD_CPU and on SERVER_CPU, and the HTTP echo at 1 connection
+#                               with the load generator on SERVER_CPU
+#                      confirm  HTTP 2-round confirm flow at 1 and 32 connections
+#                      many     100 tools registered: tools/list at 32, echo at 1 and 32, and
+#                               the interleaved 2-tool / 100-tool pairs (see --pairs)
+#                      stdio    stdio echo with 1 and 32 requests in flight
+#                      startup  process start to first answered request (HTTP and stdio)
+#                      micro    criterion: envelope parse/serialize, seal, unseal
+#   --no-build       use the binaries already built
+#   --out            where results go (default: bench/results)
 #
 # Environment: SERVER_CPU (default 0), LOAD_CPU (default 1), BENCH_PORT_BASE (default
 # 18600), ARCTERN_BENCH_VENV (default ${XDG_CACHE_HOME:-~/.cache}/arctern-bench/venv-mcp-2.3.0).
@@ -37,10 +50,12 @@ TARGET="$BENCH_DIR/target/release"
 DURATION=10
 WARMUP=2
 REPEAT=5
+PAIRS=3
+PAIR_DURATION=5
 QUICK=0
 BUILD=1
 PEERS="ceiling,arctern,rmcp,python"
-SCENARIOS="echo,confirm,many,stdio,startup,micro"
+SCENARIOS="echo,floor,confirm,many,stdio,startup,micro"
 OUT="$BENCH_DIR/results"
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -49,10 +64,12 @@ VENV=${ARCTERN_BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/arctern-bench/venv-mc
 
 while [ $# -gt 0 ]; do
     case "$1" in
-        --quick) QUICK=1; DURATION=2; WARMUP=0.5; REPEAT=3 ;;
+        --quick) QUICK=1; DURATION=2; WARMUP=0.5; REPEAT=3; PAIR_DURATION=1 ;;
         --duration) DURATION=$2; shift ;;
         --warmup) WARMUP=$2; shift ;;
         --repeat) REPEAT=$2; shift ;;
+        --pairs) PAIRS=$2; shift ;;
+        --pair-duration) PAIR_DURATION=$2; shift ;;
         --peers) PEERS=$2; shift ;;
         --scenarios) SCENARIOS=$2; shift ;;
         --no-build) BUILD=0 ;;
@@ -116,21 +133,46 @@ server_cmd() {
     esac
 }
 
+# A run's measured seconds and the load generator's core: DURATION and LOAD_CPU unless the
+# caller sets RUN_DURATION or RUN_LOAD_CPU for that one call.
+run_duration() { echo "${RUN_DURATION:-$DURATION}"; }
+run_load_cpu() { echo "${RUN_LOAD_CPU:-$LOAD_CPU}"; }
+
 FAILED=0
 
-# http_run PEER SCENARIO MODE CONNS [--many]: one fresh server, one measured run.
+# http_run PEER SCENARIO MODE CONNS [--many]: one fresh server, one measured run
+# (RUN_DURATION and RUN_LOAD_CPU override the duration and the load generator's core).
 http_run() {
     local peer=$1 scenario=$2 mode=$3 conns=$4 many=${5:-}
+    local load_cpu
+    load_cpu=$(run_load_cpu)
     PORT=$((PORT + 1))
     # shellcheck disable=SC2046
     taskset -c "$SERVER_CPU" $(server_cmd "$peer" --port "$PORT" $many) >>"$LOG" 2>&1 &
     local pid=$!
-    if taskset -c "$LOAD_CPU" "$TARGET/load" wait --addr "127.0.0.1:$PORT" --timeout 60; then
-        taskset -c "$LOAD_CPU" "$TARGET/load" http --peer "$peer" --scenario "$scenario" \
-            --mode "$mode" --conns "$conns" --duration "$DURATION" --warmup "$WARMUP" \
+    if taskset -c "$load_cpu" "$TARGET/load" wait --addr "127.0.0.1:$PORT" --timeout 60; then
+        taskset -c "$load_cpu" "$TARGET/load" http --peer "$peer" --scenario "$scenario" \
+            --mode "$mode" --conns "$conns" --duration "$(run_duration)" --warmup "$WARMUP" \
             --addr "127.0.0.1:$PORT" --pid "$pid" --out "$RUNS" || FAILED=1
     else
         echo "$peer did not start (see $LOG)" >&2
+        FAILED=1
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+# floor_run SCENARIO CLIENT_CPU: the blocking ping-pong, server on SERVER_CPU.
+floor_run() {
+    local scenario=$1 client_cpu=$2
+    PORT=$((PORT + 1))
+    taskset -c "$SERVER_CPU" "$TARGET/floor" serve --port "$PORT" >>"$LOG" 2>&1 &
+    local pid=$!
+    if taskset -c "$client_cpu" "$TARGET/load" wait --addr "127.0.0.1:$PORT" --timeout 60; then
+        taskset -c "$client_cpu" "$TARGET/floor" ping --port "$PORT" --scenario "$scenario" \
+            --duration "$DURATION" --warmup "$WARMUP" --pid "$pid" --out "$RUNS" || FAILED=1
+    else
+        echo "the floor server did not start (see $LOG)" >&2
         FAILED=1
     fi
     kill "$pid" 2>/dev/null || true
@@ -170,6 +212,15 @@ if has "$SCENARIOS" echo; then
     done
 fi
 
+if has "$SCENARIOS" floor; then
+    say "latency floor: across cores and on one core"
+    floor_run floor "$LOAD_CPU"
+    floor_run floor-samecore "$SERVER_CPU"
+    for peer in $(tr ',' ' ' <<<"$PEERS"); do
+        RUN_LOAD_CPU=$SERVER_CPU http_run "$peer" echo-samecore echo 1
+    done
+fi
+
 if has "$SCENARIOS" confirm; then
     say "2-round confirm flow over HTTP"
     for conns in 1 32; do
@@ -189,6 +240,13 @@ if has "$SCENARIOS" many; then
             http_run "$peer" echo100 echo "$conns" --many
         done
     done
+    if has "$PEERS" arctern && [ "$PAIRS" -gt 0 ]; then
+        say "100 tools vs 2 tools: $PAIRS interleaved pairs (arctern, 32 connections)"
+        for _ in $(seq "$PAIRS"); do
+            RUN_DURATION=$PAIR_DURATION http_run arctern echo-pair echo 32
+            RUN_DURATION=$PAIR_DURATION http_run arctern echo100-pair echo 32 --many
+        done
+    fi
 fi
 
 if has "$SCENARIOS" stdio; then
@@ -242,6 +300,8 @@ cat >"$MACHINE" <<EOF
   "duration_s": "$DURATION",
   "warmup_s": "$WARMUP",
   "quick": $([ "$QUICK" = 1 ] && echo true || echo false),
+  "pairs": "$PAIRS",
+  "pair_duration_s": "$PAIR_DURATION",
   "server_cpu": "$SERVER_CPU",
   "load_cpu": "$LOAD_CPU",
   "loadavg_start": "$LOADAVG_START",

@@ -1,6 +1,8 @@
 //! Shared pieces of the arctern benchmark: the benchmark contract on the wire (request
 //! bodies and headers the load generator sends, and the checks it applies to every reply),
-//! the result record every run writes, and RSS and CPU time sampling from `/proc`.
+//! the result record every run writes, the latency histogram, the latency floor (a blocking
+//! TCP ping-pong of the same bytes as an HTTP echo call), and RSS and CPU time sampling from
+//! `/proc`.
 //!
 //! The **benchmark contract** is the same for every server measured:
 //!
@@ -13,6 +15,8 @@
 //!   three-field argument struct, and `tools/list` lists all 100.
 
 pub mod cpu;
+pub mod floor;
+pub mod measure;
 pub mod record;
 pub mod rss;
 pub mod wire;

@@ -1,15 +1,22 @@
 //! The record one measured run writes (one JSON object per line in a results file), read
 //! back by the report.
 
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 /// One measured run of one scenario against one server.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// The server measured: `arctern`, `rmcp`, `python` or `ceiling`.
+    /// The server measured: `arctern`, `rmcp`, `python`, `ceiling`, or `floor` (the
+    /// blocking TCP ping-pong without HTTP).
     pub peer: String,
-    /// The scenario: `echo`, `confirm`, `list100`, `echo100`, `stdio`, `startup-http`,
-    /// `startup-stdio`.
+    /// The scenario: `echo`, `echo-samecore` (the load generator on the server's core),
+    /// `confirm`, `list100`, `echo100`, `echo-pair` and `echo100-pair` (the interleaved
+    /// 2-tool / 100-tool comparison), `stdio`, `startup-http`, `startup-stdio`, `floor`,
+    /// `floor-samecore`.
     pub scenario: String,
     /// Connections (HTTP), requests in flight (stdio), or repetitions (startup).
     pub concurrency: u32,
@@ -57,12 +64,53 @@ pub struct RunRecord {
     pub load_cpu_util: f64,
     /// The 1-minute load average when the run ended (other work on the machine shows here).
     pub loadavg_1m: f64,
+    /// Bytes of one request on the wire, when fixed (the floor); 0 when not recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub request_bytes: u64,
+    /// Bytes of one response on the wire, when fixed (the floor); 0 when not recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub response_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RunRecord {
     /// Whether the run had no errors and measured at least one call.
     pub fn ok(&self) -> bool {
         self.errors == 0 && self.calls > 0
+    }
+
+    /// One line summing the run up, for the terminal.
+    pub fn summary(&self) -> String {
+        let status = if self.ok() { "ok" } else { "FAILED" };
+        format!(
+            "{:<8} {:<14} c={:<3} {:>10.0} calls/s  p50 {:>8.1} us  p90 {:>8.1} us  p99 {:>8.1} us  \
+             cpu/call {:.1} us  cpu server/load {:.0}%/{:.0}%  \
+             rss idle/peak/after {}/{}/{} KiB  errors {}  load {:.2}  [{status}]",
+            self.peer,
+            self.scenario,
+            self.concurrency,
+            self.calls_per_s,
+            self.p50_us,
+            self.p90_us,
+            self.p99_us,
+            self.server_cpu_us_per_call,
+            100.0 * self.server_cpu_util,
+            100.0 * self.load_cpu_util,
+            self.rss_idle_kib,
+            self.rss_peak_kib,
+            self.rss_after_kib,
+            self.errors,
+            self.loadavg_1m,
+        )
+    }
+
+    /// Appends the record as one JSON line to `path`.
+    pub fn append_to(&self, path: &Path) -> std::io::Result<()> {
+        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+        writeln!(file, "{}", serde_json::to_string(self)?)
     }
 }
 

@@ -22,6 +22,12 @@ pub const REQUEST_META: &str = concat!(
 /// The answer to `confirm`'s question sent in round 2.
 pub const CONFIRM_ANSWER: &str = r#"{"confirm":{"action":"accept","content":{"ok":true}}}"#;
 
+/// The `Content-Type` of every request body and of the ceiling's replies.
+pub const JSON: &str = "application/json";
+
+/// The `Accept` header of every request.
+pub const ACCEPT: &str = "application/json, text/event-stream";
+
 /// The HTTP headers of one request besides `Host`, `Content-Type`, `Accept` and
 /// `Content-Length`: `MCP-Protocol-Version`, `Mcp-Method` and, for `tools/call`,
 /// `Mcp-Name`.
@@ -56,6 +62,46 @@ pub fn tools_call_body(id: u64, tool: &str, text: &str, retry: Option<&str>) -> 
     body.push_str(REQUEST_META);
     body.push_str("}}");
     body.into_bytes()
+}
+
+/// The ceiling's reply to an echo request body: the bytes of an echo reply as an MCP server
+/// writes it, with the request's raw `id` and `text` copied into a fixed template (a byte
+/// scan, no JSON parser).
+pub fn ceiling_reply(request: &[u8]) -> Vec<u8> {
+    let id = raw_member(request, b"\"id\":").unwrap_or(b"null");
+    let text = raw_member(request, b"\"text\":").unwrap_or(b"\"\"");
+    let mut reply = Vec::with_capacity(192 + text.len());
+    reply.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    reply.extend_from_slice(id);
+    reply.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    reply.extend_from_slice(text);
+    reply.extend_from_slice(
+        br#"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"ceiling","version":"0.1.0"}}}}"#,
+    );
+    reply
+}
+
+/// The JSON value after `"key":` in `body`: a number, or a string with its quotes.
+fn raw_member<'a>(body: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let start = body.windows(key.len()).position(|w| w == key)? + key.len();
+    let rest = &body[start..];
+    if rest.first() == Some(&b'"') {
+        let mut escaped = false;
+        for (i, &b) in rest.iter().enumerate().skip(1) {
+            match b {
+                b'\\' if !escaped => escaped = true,
+                b'"' if !escaped => return Some(&rest[..=i]),
+                _ => escaped = false,
+            }
+        }
+        None
+    } else {
+        let end = rest
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+        Some(&rest[..end])
+    }
 }
 
 /// A `tools/list` body.
@@ -338,6 +384,13 @@ mod tests {
         let list: serde_json::Value = serde_json::from_slice(&tools_list_body(9)).unwrap();
         assert_eq!(list["method"], "tools/list");
         assert!(list["params"]["_meta"].is_object());
+    }
+
+    #[test]
+    fn the_ceiling_copies_id_and_text() {
+        let request = tools_call_body(42, "echo", "a \"q\" b", None);
+        let reply = ceiling_reply(&request);
+        check_text_result(&reply, 42, "a \"q\" b").unwrap();
     }
 
     #[test]

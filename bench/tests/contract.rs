@@ -1,9 +1,14 @@
 //! Correctness only: every Rust server of the benchmark honours the benchmark contract, as
-//! checked by the load generator itself (it exits non-zero on any wrong reply). Short runs;
-//! nothing here looks at how fast anything is.
+//! checked by the load generator itself (it exits non-zero on any wrong reply), and the
+//! floor moves the same bytes as an HTTP echo call. Short runs; nothing here looks at how
+//! fast anything is.
 
-use std::net::TcpListener;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Child, Command};
+use std::thread;
+
+use arctern_bench::floor;
 
 const LOAD: &str = env!("CARGO_BIN_EXE_load");
 
@@ -102,4 +107,106 @@ fn the_ceiling_answers_echo_replies() {
     assert!(waited.success());
     load(&["http", "--addr", &addr, "--mode", "echo", "--conns", "2"]);
     drop(server);
+}
+
+/// Reads one HTTP/1.1 message framed by `content-length` (all the framing the benchmark's
+/// messages use) and returns its bytes.
+fn read_http_message(stream: &mut impl Read) -> Vec<u8> {
+    let mut message = Vec::new();
+    let mut byte = [0u8; 1];
+    while !message.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        message.push(byte[0]);
+    }
+    let head = String::from_utf8(message.clone()).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().unwrap())
+        })
+        .expect("a content-length");
+    let start = message.len();
+    message.resize(start + length, 0);
+    stream.read_exact(&mut message[start..]).unwrap();
+    message
+}
+
+/// Lines of an HTTP head with the `date` header's value blanked.
+fn without_date(message: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8(message.to_vec()).unwrap();
+    let date = text
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("date: "))
+        .expect("a date header");
+    text.replace(date, &format!("date: {}", "x".repeat(date.len() - 6)))
+        .into_bytes()
+}
+
+#[test]
+fn the_floor_moves_the_bytes_of_an_http_echo_call() {
+    // The load generator talks to the ceiling through a relay here, which keeps the first
+    // request and the first response as they crossed the wire.
+    let ceiling_port = free_port();
+    let _ceiling = start(env!("CARGO_BIN_EXE_ceiling"), ceiling_port, false);
+    let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_port = relay.local_addr().unwrap().port();
+    let captured = thread::spawn(move || {
+        let (mut client, _) = relay.accept().unwrap();
+        let mut upstream = TcpStream::connect(("127.0.0.1", ceiling_port)).unwrap();
+        let request = read_http_message(&mut client);
+        upstream.write_all(&request).unwrap();
+        let response = read_http_message(&mut upstream);
+        client.write_all(&response).unwrap();
+        // The rest of the run passes through untouched.
+        let (mut client_in, mut upstream_out) =
+            (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+        let forward = thread::spawn(move || {
+            let _ = io::copy(&mut client_in, &mut upstream_out);
+            let _ = upstream_out.shutdown(Shutdown::Write);
+        });
+        let _ = io::copy(&mut upstream, &mut client);
+        let _ = forward.join();
+        (request, response)
+    });
+    let addr = format!("127.0.0.1:{relay_port}");
+    load(&["http", "--addr", &addr, "--mode", "echo", "--conns", "1"]);
+    let (request, response) = captured.join().unwrap();
+
+    // The load generator's first call on its first connection is id 1, text "c0-1".
+    let expected = floor::Exchange::echo(&addr, 1);
+    assert_eq!(
+        String::from_utf8_lossy(&request),
+        String::from_utf8_lossy(&expected.request),
+        "the floor's request differs from the load generator's"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&without_date(&response)),
+        String::from_utf8_lossy(&without_date(&expected.response)),
+        "the floor's response differs from the ceiling's"
+    );
+}
+
+#[test]
+fn the_floor_answers_its_ping() {
+    let port = free_port();
+    let server = Server(
+        Command::new(env!("CARGO_BIN_EXE_floor"))
+            .args(["serve", "--port", &port.to_string()])
+            .spawn()
+            .unwrap(),
+    );
+    let waited = Command::new(LOAD)
+        .args(["wait", "--addr", &format!("127.0.0.1:{port}")])
+        .status()
+        .unwrap();
+    assert!(waited.success());
+    let pid = server.0.id().to_string();
+    let status = Command::new(env!("CARGO_BIN_EXE_floor"))
+        .args(["ping", "--port", &port.to_string(), "--pid", &pid])
+        .args(["--duration", "0.3", "--warmup", "0.1"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "floor ping reported errors");
 }

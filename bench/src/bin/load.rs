@@ -16,8 +16,6 @@
 //! Every reply is checked (status, id, content); failures are counted and reported, and
 //! `run.sh` marks a run with errors as failed.
 
-use std::fs::OpenOptions;
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
@@ -25,12 +23,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arctern_bench::cpu::{own_cpu, process_cpu};
+use arctern_bench::measure::{Tally, Window};
 use arctern_bench::record::{RunRecord, loadavg_1m};
 use arctern_bench::rss::{Sampler, vm_rss_kib};
 use arctern_bench::wire;
 use bytes::Bytes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST};
@@ -39,9 +37,6 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
-
-/// How many error messages a run keeps.
-const ERROR_SAMPLES: usize = 5;
 
 /// How long a single request may take before it counts as failed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -204,89 +199,6 @@ fn main() -> ExitCode {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Latencies and errors of one worker (or one stdio pipe).
-struct Tally {
-    histogram: Histogram<u64>,
-    errors: u64,
-    samples: Vec<String>,
-}
-
-impl Tally {
-    fn new() -> Tally {
-        Tally {
-            histogram: Histogram::new_with_bounds(1, 120_000_000, 3).expect("valid bounds"),
-            errors: 0,
-            samples: Vec::new(),
-        }
-    }
-
-    fn record(&mut self, elapsed: Duration) {
-        let us = u64::try_from(elapsed.as_micros())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        self.histogram.saturating_record(us);
-    }
-
-    fn error(&mut self, message: String) {
-        self.errors += 1;
-        if self.samples.len() < ERROR_SAMPLES {
-            self.samples.push(message);
-        }
-    }
-
-    fn merge(&mut self, other: Tally) {
-        self.histogram
-            .add(&other.histogram)
-            .expect("histograms with the same bounds");
-        self.errors += other.errors;
-        for s in other.samples {
-            if self.samples.len() < ERROR_SAMPLES {
-                self.samples.push(s);
-            }
-        }
-    }
-
-    fn into_record(self, base: RunRecord, measured: Duration) -> RunRecord {
-        let h = &self.histogram;
-        let calls = h.len();
-        let secs = measured.as_secs_f64();
-        RunRecord {
-            duration_s: secs,
-            calls,
-            errors: self.errors,
-            error_samples: self.samples,
-            calls_per_s: if secs > 0.0 { calls as f64 / secs } else { 0.0 },
-            p50_us: h.value_at_quantile(0.50) as f64,
-            p90_us: h.value_at_quantile(0.90) as f64,
-            p99_us: h.value_at_quantile(0.99) as f64,
-            max_us: h.max() as f64,
-            loadavg_1m: loadavg_1m(),
-            ..base
-        }
-    }
-}
-
-/// The measured window shared by all workers.
-#[derive(Clone, Copy)]
-struct Window {
-    start: Instant,
-    end: Instant,
-}
-
-impl Window {
-    fn after_warmup(warmup: f64, duration: f64) -> Window {
-        let start = Instant::now() + Duration::from_secs_f64(warmup);
-        Window {
-            start,
-            end: start + Duration::from_secs_f64(duration),
-        }
-    }
-
-    fn contains(&self, started: Instant, ended: Instant) -> bool {
-        started >= self.start && ended <= self.end
-    }
-}
-
 /// CPU time of the server and of the load generator over the measured window.
 struct CpuWindow(tokio::task::JoinHandle<Option<(Duration, Duration)>>);
 
@@ -318,33 +230,12 @@ impl CpuWindow {
 }
 
 fn finish(record: RunRecord, out: Option<&PathBuf>) -> Result<Option<RunRecord>, BoxError> {
-    let status = if record.ok() { "ok" } else { "FAILED" };
-    println!(
-        "{:<8} {:<14} c={:<3} {:>10.0} calls/s  p50 {:>8.1} us  p90 {:>8.1} us  p99 {:>8.1} us  \
-         cpu/call {:.1} us  cpu server/load {:.0}%/{:.0}%  \
-         rss idle/peak/after {}/{}/{} KiB  errors {}  load {:.2}  [{status}]",
-        record.peer,
-        record.scenario,
-        record.concurrency,
-        record.calls_per_s,
-        record.p50_us,
-        record.p90_us,
-        record.p99_us,
-        record.server_cpu_us_per_call,
-        100.0 * record.server_cpu_util,
-        100.0 * record.load_cpu_util,
-        record.rss_idle_kib,
-        record.rss_peak_kib,
-        record.rss_after_kib,
-        record.errors,
-        record.loadavg_1m,
-    );
+    println!("{}", record.summary());
     for sample in &record.error_samples {
         println!("    error: {sample}");
     }
     if let Some(path) = out {
-        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
-        writeln!(file, "{}", serde_json::to_string(&record)?)?;
+        record.append_to(path)?;
     }
     Ok(Some(record))
 }
@@ -399,8 +290,8 @@ async fn post(
     sender.ready().await.map_err(|e| transport(&e))?;
     let mut request = Request::post(target.path.as_str())
         .header(HOST, target.host.as_str())
-        .header(CONTENT_TYPE, "application/json")
-        .header(ACCEPT, "application/json, text/event-stream");
+        .header(CONTENT_TYPE, wire::JSON)
+        .header(ACCEPT, wire::ACCEPT);
     for (name, value) in wire::mcp_headers(method, name) {
         request = request.header(name, value);
     }

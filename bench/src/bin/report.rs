@@ -40,8 +40,13 @@ struct Cli {
 const PEERS: [&str; 4] = ["ceiling", "arctern", "rmcp", "python"];
 
 /// The throughput scenarios, in table order: (scenario, concurrency, description).
-const ROWS: [(&str, u32, &str); 10] = [
+const ROWS: [(&str, u32, &str); 11] = [
     ("echo", 1, "HTTP `tools/call` echo, 1 connection"),
+    (
+        SAME_CORE,
+        1,
+        "HTTP `tools/call` echo, 1 connection, load generator on the server's core",
+    ),
     ("echo", 8, "HTTP `tools/call` echo, 8 connections"),
     ("echo", 32, "HTTP `tools/call` echo, 32 connections"),
     ("confirm", 1, "HTTP 2-round `confirm` flow, 1 connection"),
@@ -65,12 +70,26 @@ const ROWS: [(&str, u32, &str); 10] = [
     ("stdio", 32, "stdio echo, 32 in flight"),
 ];
 
+/// The echo at 1 connection with the load generator pinned to the server's core.
+const SAME_CORE: &str = "echo-samecore";
+
+/// The floor's peer name and its scenarios across cores and on one core.
+const FLOOR: &str = "floor";
+const FLOOR_SAME_CORE: &str = "floor-samecore";
+
+/// The interleaved runs of arctern's 2-tool and 100-tool servers (32 connections).
+const PAIR_TWO: &str = "echo-pair";
+const PAIR_MANY: &str = "echo100-pair";
+const PAIR_CONNS: u32 = 32;
+
 #[derive(Serialize)]
 struct Target {
     target: String,
     measured: Option<f64>,
     threshold: String,
     met: Option<bool>,
+    /// Reported for information next to a target of issue 6, not a target itself.
+    supplementary: bool,
     note: String,
 }
 
@@ -80,7 +99,150 @@ struct Report<'a> {
     runs: &'a [RunRecord],
     failed_runs: Vec<String>,
     micro_ns: &'a BTreeMap<String, f64>,
+    /// The latency floor and the 1-connection echo p50s, across cores and on one core.
+    latency_floor: LatencyFloor,
+    /// arctern's interleaved 2-tool / 100-tool runs at 32 connections, if run.
+    interleaved_many_tools: Option<Interleaved>,
     targets: &'a [Target],
+}
+
+/// p50 latencies (µs) at 1 connection by peer, across cores and on one core.
+#[derive(Serialize)]
+struct LatencyFloor {
+    request_bytes: Option<u64>,
+    response_bytes: Option<u64>,
+    cross_core_p50_us: BTreeMap<String, f64>,
+    same_core_p50_us: BTreeMap<String, f64>,
+}
+
+impl LatencyFloor {
+    fn new(runs: &Runs) -> LatencyFloor {
+        let p50s = |scenario: &str, floor: &str| {
+            let mut out = BTreeMap::new();
+            for peer in PEERS {
+                if let Some(r) = runs.ok(peer, scenario, 1) {
+                    out.insert(peer.to_owned(), r.p50_us);
+                }
+            }
+            if let Some(r) = runs.ok(FLOOR, floor, 1) {
+                out.insert(FLOOR.to_owned(), r.p50_us);
+            }
+            out
+        };
+        let floor = runs
+            .ok(FLOOR, FLOOR, 1)
+            .or_else(|| runs.ok(FLOOR, FLOOR_SAME_CORE, 1));
+        LatencyFloor {
+            request_bytes: floor.map(|r| r.request_bytes),
+            response_bytes: floor.map(|r| r.response_bytes),
+            cross_core_p50_us: p50s("echo", FLOOR),
+            same_core_p50_us: p50s(SAME_CORE, FLOOR_SAME_CORE),
+        }
+    }
+}
+
+/// Medians over arctern's interleaved runs with 2 and with 100 tools.
+#[derive(Serialize)]
+struct Interleaved {
+    /// Successful 2-tool runs.
+    runs_two: usize,
+    /// Successful 100-tool runs.
+    runs_many: usize,
+    /// Calls per second of each pair's runs, in the order run: (2 tools, 100 tools).
+    pairs_calls_per_s: Vec<(f64, f64)>,
+    /// Server CPU per call (µs) of each pair's runs: (2 tools, 100 tools).
+    pairs_cpu_us_per_call: Vec<(f64, f64)>,
+    median_two_calls_per_s: f64,
+    median_many_calls_per_s: f64,
+    /// (max − min) / median of the 2-tool runs' throughput.
+    spread_two: f64,
+    /// (max − min) / median of the 100-tool runs' throughput.
+    spread_many: f64,
+    /// 100-tool / 2-tool throughput of each pair.
+    pair_ratios: Vec<f64>,
+    /// The median of `pair_ratios` (the figure the target uses: each ratio compares two
+    /// runs made one after the other, which cancels slow drifts of the machine), or the ratio
+    /// of the medians when no pair is complete.
+    ratio: f64,
+    /// median 100-tool throughput / median 2-tool throughput.
+    ratio_of_medians: f64,
+    /// median 100-tool CPU per call / median 2-tool CPU per call, when measured.
+    cpu_ratio: Option<f64>,
+    duration_s: f64,
+}
+
+impl Interleaved {
+    /// `None` unless at least one 2-tool and one 100-tool run succeeded.
+    fn new(runs: &Runs) -> Option<Interleaved> {
+        let two = runs.all_of("arctern", PAIR_TWO, PAIR_CONNS);
+        let many = runs.all_of("arctern", PAIR_MANY, PAIR_CONNS);
+        let ok = |rs: &[&RunRecord], f: fn(&RunRecord) -> f64| -> Vec<f64> {
+            rs.iter().filter(|r| r.ok()).map(|r| f(r)).collect()
+        };
+        let (thr_two, thr_many) = (ok(&two, |r| r.calls_per_s), ok(&many, |r| r.calls_per_s));
+        let cpu = |r: &RunRecord| r.server_cpu_us_per_call;
+        let (cpu_two, cpu_many) = (ok(&two, cpu), ok(&many, cpu));
+        let median_two = median(&thr_two)?;
+        let median_many = median(&thr_many)?;
+        // The n-th 2-tool run and the n-th 100-tool run ran one after the other.
+        let pairs: Vec<(&RunRecord, &RunRecord)> = two
+            .iter()
+            .zip(&many)
+            .filter(|(a, b)| a.ok() && b.ok())
+            .map(|(a, b)| (*a, *b))
+            .collect();
+        let pair_ratios: Vec<f64> = pairs
+            .iter()
+            .map(|(a, b)| b.calls_per_s / a.calls_per_s)
+            .collect();
+        let positive = |v: Vec<f64>| v.into_iter().filter(|&x| x > 0.0).collect::<Vec<_>>();
+        Some(Interleaved {
+            runs_two: thr_two.len(),
+            runs_many: thr_many.len(),
+            pairs_calls_per_s: pairs
+                .iter()
+                .map(|(a, b)| (a.calls_per_s, b.calls_per_s))
+                .collect(),
+            pairs_cpu_us_per_call: pairs
+                .iter()
+                .map(|(a, b)| (a.server_cpu_us_per_call, b.server_cpu_us_per_call))
+                .collect(),
+            median_two_calls_per_s: median_two,
+            median_many_calls_per_s: median_many,
+            spread_two: spread(&thr_two, median_two),
+            spread_many: spread(&thr_many, median_many),
+            ratio: median(&pair_ratios).unwrap_or(median_many / median_two),
+            pair_ratios,
+            ratio_of_medians: median_many / median_two,
+            cpu_ratio: ratio(median(&positive(cpu_many)), median(&positive(cpu_two))),
+            duration_s: two.first().map_or(0.0, |r| r.duration_s),
+        })
+    }
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// (max − min) / median.
+fn spread(values: &[f64], median: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let max = values.iter().copied().fold(f64::MIN, f64::max);
+    let min = values.iter().copied().fold(f64::MAX, f64::min);
+    if median > 0.0 {
+        (max - min) / median
+    } else {
+        0.0
+    }
 }
 
 struct Runs {
@@ -99,6 +261,14 @@ impl Runs {
     /// Like [`get`](Self::get), but only a run without errors.
     fn ok(&self, peer: &str, scenario: &str, concurrency: u32) -> Option<&RunRecord> {
         self.get(peer, scenario, concurrency).filter(|r| r.ok())
+    }
+
+    /// Every run of `peer` / `scenario` / `concurrency`, in the order run.
+    fn all_of(&self, peer: &str, scenario: &str, concurrency: u32) -> Vec<&RunRecord> {
+        self.all
+            .iter()
+            .filter(|r| r.peer == peer && r.scenario == scenario && r.concurrency == concurrency)
+            .collect()
     }
 
     /// Median idle RSS of `peer` over its HTTP runs of the two-tool server (every run starts a
@@ -152,7 +322,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => serde_json::from_str(&std::fs::read_to_string(path)?)?,
         None => Value::Null,
     };
-    let targets = targets(&runs, &micro);
+    let floor = LatencyFloor::new(&runs);
+    let interleaved = Interleaved::new(&runs);
+    let targets = targets(&runs, &micro, &floor, interleaved.as_ref());
     let failed: Vec<String> = runs
         .all
         .iter()
@@ -172,13 +344,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
 
-    let md = markdown(&runs, &micro, &targets, &machine, &failed);
+    let md = markdown(
+        &runs,
+        &micro,
+        &targets,
+        interleaved.as_ref(),
+        &machine,
+        &failed,
+    );
     std::fs::write(&cli.md, &md)?;
     let report = Report {
         machine,
         runs: &runs.all,
         failed_runs: failed,
         micro_ns: &micro,
+        latency_floor: floor,
+        interleaved_many_tools: interleaved,
         targets: &targets,
     };
     std::fs::write(&cli.json, serde_json::to_string_pretty(&report)? + "\n")?;
@@ -228,7 +409,12 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-fn targets(runs: &Runs, micro: &BTreeMap<String, f64>) -> Vec<Target> {
+fn targets(
+    runs: &Runs,
+    micro: &BTreeMap<String, f64>,
+    floor: &LatencyFloor,
+    interleaved: Option<&Interleaved>,
+) -> Vec<Target> {
     let thr = |peer, scenario, c| runs.ok(peer, scenario, c).map(|r| r.calls_per_s);
     let p50 = |peer, scenario, c| runs.ok(peer, scenario, c).map(|r| r.p50_us);
     let cpu = |peer, scenario, c| cpu_per_call(runs.ok(peer, scenario, c));
@@ -249,6 +435,7 @@ fn targets(runs: &Runs, micro: &BTreeMap<String, f64>) -> Vec<Target> {
         measured,
         threshold,
         met: measured.map(pass),
+        supplementary: false,
         note: if measured.is_some() {
             note
         } else {
@@ -279,11 +466,25 @@ fn targets(runs: &Runs, micro: &BTreeMap<String, f64>) -> Vec<Target> {
         p50_1,
         "≤ 0.50×".into(),
         |r| r <= 0.5,
-        match p50("ceiling", "echo", 1) {
-            Some(c) => format!("the ceiling's p50 is {c:.0} µs"),
-            None => String::new(),
-        },
+        p50_note(runs, floor),
     ));
+    // Not a target: the same call with the load generator on the server's core, where no
+    // cross-core wake-up is left in the latency.
+    let same = ratio(p50("arctern", SAME_CORE, 1), p50("rmcp", SAME_CORE, 1));
+    out.push(Target {
+        target: "p50 latency at 1 connection vs rmcp, load generator on the server's core \
+                 (supplementary)"
+            .into(),
+        measured: same,
+        threshold: "none (information)".into(),
+        met: None,
+        supplementary: true,
+        note: if same.is_some() {
+            same_core_note(runs, floor)
+        } else {
+            missing.clone()
+        },
+    });
     let flow = ratio(p50("arctern", "confirm", 1), p50("arctern", "echo", 1));
     out.push(check(
         "2-round confirm flow vs one plain call (p50, 1 connection)",
@@ -334,23 +535,62 @@ fn targets(runs: &Runs, micro: &BTreeMap<String, f64>) -> Vec<Target> {
         |r| r >= 2.0,
         cpu_note("stdio", 32),
     ));
-    let many = ratio(thr("arctern", "echo100", 32), thr("arctern", "echo", 32));
+    let single = ratio(thr("arctern", "echo100", 32), thr("arctern", "echo", 32));
+    let at_1 = format!(
+        "at 1 connection: {}",
+        fmt_ratio(ratio(
+            thr("arctern", "echo100", 1),
+            thr("arctern", "echo", 1)
+        ))
+    );
+    let (many, many_note) = match interleaved {
+        Some(i) => (
+            Some(i.ratio),
+            format!(
+                "median of the per-pair ratios over {} pairs of interleaved {:.0}-s runs (2 \
+                 tools, 100 tools, 2 tools, …): {} (pairs: {}); ratio of the median \
+                 throughputs: {} (2 tools {} calls/s, spread {:.1} % over {} runs; 100 tools \
+                 {} calls/s, spread {:.1} % over {} runs; spread = (max − min) / median); \
+                 server CPU per call with 100 tools vs 2 (medians): {}; the single {:.0}-s \
+                 rows: {}; {at_1}",
+                i.pair_ratios.len(),
+                i.duration_s,
+                fmt_ratio(Some(i.ratio)),
+                i.pair_ratios
+                    .iter()
+                    .map(|&r| fmt_ratio(Some(r)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                fmt_ratio(Some(i.ratio_of_medians)),
+                fmt_thr(i.median_two_calls_per_s),
+                100.0 * i.spread_two,
+                i.runs_two,
+                fmt_thr(i.median_many_calls_per_s),
+                100.0 * i.spread_many,
+                i.runs_many,
+                fmt_ratio(i.cpu_ratio),
+                runs.ok("arctern", "echo", 32).map_or(0.0, |r| r.duration_s),
+                fmt_ratio(single),
+            ),
+        ),
+        None => (
+            single,
+            format!(
+                "one run each (no interleaved runs); {at_1}; server CPU per call with 100 tools \
+                 vs 2: {}",
+                fmt_ratio(ratio(
+                    cpu("arctern", "echo100", 32),
+                    cpu("arctern", "echo", 32)
+                ))
+            ),
+        ),
+    };
     out.push(check(
         "echo throughput with 100 tools vs 2 tools (32 connections)",
         many,
         "≥ 0.95× (no drop beyond noise)".into(),
         |r| r >= 0.95,
-        format!(
-            "at 1 connection: {}; server CPU per call with 100 tools vs 2: {}",
-            fmt_ratio(ratio(
-                thr("arctern", "echo100", 1),
-                thr("arctern", "echo", 1)
-            )),
-            fmt_ratio(ratio(
-                cpu("arctern", "echo100", 32),
-                cpu("arctern", "echo", 32)
-            ))
-        ),
+        many_note,
     ));
     let idle = |peer| runs.idle_rss_kib(peer);
     let rss = ratio(idle("arctern"), idle("rmcp"));
@@ -365,6 +605,85 @@ fn targets(runs: &Runs, micro: &BTreeMap<String, f64>) -> Vec<Target> {
         },
     ));
     out
+}
+
+/// The floor's p50 across cores and on one core, if measured.
+fn floor_p50s(runs: &Runs) -> (Option<f64>, Option<f64>) {
+    let p50 = |scenario| runs.ok(FLOOR, scenario, 1).map(|r| r.p50_us);
+    (p50(FLOOR), p50(FLOOR_SAME_CORE))
+}
+
+/// "R B → S B" of the floor's messages, if known.
+fn floor_bytes(floor: &LatencyFloor) -> String {
+    match (floor.request_bytes, floor.response_bytes) {
+        (Some(q), Some(r)) if q > 0 && r > 0 => format!(" ({q} B → {r} B)"),
+        _ => String::new(),
+    }
+}
+
+/// The note of the official p50 target: what the arrangement itself allows.
+fn p50_note(runs: &Runs, floor: &LatencyFloor) -> String {
+    let p50 = |peer, scenario| runs.ok(peer, scenario, 1).map(|r| r.p50_us);
+    let mut parts = Vec::new();
+    match floor_p50s(runs) {
+        (Some(cross), same) => parts.push(format!(
+            "kernel/VM floor, blocking ping-pong of the same bytes without HTTP{}: {} across \
+             cores{}",
+            floor_bytes(floor),
+            fmt_us(cross),
+            same.map(|s| format!(", {} on one core", fmt_us(s)))
+                .unwrap_or_default()
+        )),
+        (None, _) => parts.push("floor not measured".into()),
+    }
+    if let Some(c) = p50("ceiling", "echo") {
+        parts.push(format!("ceiling {}", fmt_us(c)));
+    }
+    if let Some(r) = p50("rmcp", "echo") {
+        let goal = r / 2.0;
+        let below = match floor_p50s(runs).0 {
+            Some(f) if goal < f => " (below the floor)",
+            Some(_) => "",
+            None => "",
+        };
+        parts.push(format!("0.50× rmcp is {}{below}", fmt_us(goal)));
+    }
+    parts.join("; ")
+}
+
+/// The note of the same-core p50 line: every p50 on one core and the part above the floor.
+fn same_core_note(runs: &Runs, floor: &LatencyFloor) -> String {
+    let p50 = |peer| runs.ok(peer, SAME_CORE, 1).map(|r| r.p50_us);
+    let mut parts = Vec::new();
+    let listed: Vec<String> = ["arctern", "rmcp", "ceiling"]
+        .into_iter()
+        .filter_map(|peer| p50(peer).map(|v| format!("{peer} {}", fmt_us(v))))
+        .collect();
+    let same_floor = floor_p50s(runs).1;
+    let mut all = listed;
+    if let Some(f) = same_floor {
+        all.push(format!("floor {}{}", fmt_us(f), floor_bytes(floor)));
+    }
+    parts.push(format!("p50 on one core: {}", all.join(", ")));
+    if let (Some(a), Some(r), Some(f)) = (p50("arctern"), p50("rmcp"), same_floor)
+        && a > f
+        && r > f
+    {
+        parts.push(format!(
+            "above the floor: arctern {}, rmcp {} ({})",
+            fmt_us(a - f),
+            fmt_us(r - f),
+            fmt_ratio(Some((a - f) / (r - f)))
+        ));
+    }
+    let cpu = |peer| cpu_per_call(runs.ok(peer, SAME_CORE, 1));
+    if let (Some(a), Some(r)) = (cpu("arctern"), cpu("rmcp")) {
+        parts.push(format!(
+            "server CPU per call: arctern {a:.1} µs, rmcp {r:.1} µs"
+        ));
+    }
+    parts.push("the official target stays across cores".into());
+    parts.join("; ")
 }
 
 fn fmt_thr(v: f64) -> String {
@@ -415,6 +734,7 @@ fn markdown(
     runs: &Runs,
     micro: &BTreeMap<String, f64>,
     targets: &[Target],
+    interleaved: Option<&Interleaved>,
     machine: &Value,
     failed: &[String],
 ) -> String {
@@ -424,7 +744,8 @@ fn markdown(
     let _ = writeln!(
         md,
         "{} · {} · {} CPUs · {} · arctern {} · rmcp 3.11.0 · Python mcp 2.3.0 ({}) · \
-         {} s per row after {} s warm-up · server pinned to CPU 0, load generator to CPU 1 · \
+         {} s per row after {} s warm-up · server pinned to CPU {}, load generator to CPU {} \
+         (except the rows marked \"on the server's core\", where both run on CPU {}) · \
          1-minute load average {} at start, {} at end\n",
         m("date"),
         m("cpu"),
@@ -434,6 +755,9 @@ fn markdown(
         m("python"),
         m("duration_s"),
         m("warmup_s"),
+        m("server_cpu"),
+        m("load_cpu"),
+        m("server_cpu"),
         m("loadavg_start"),
         m("loadavg_end"),
     );
@@ -514,6 +838,11 @@ fn markdown(
         );
     }
 
+    latency_floor_table(&mut md, runs, machine);
+    if let Some(i) = interleaved {
+        interleaved_table(&mut md, i);
+    }
+
     let _ = writeln!(md, "\n### Start-up and memory\n");
     let _ = writeln!(
         md,
@@ -569,6 +898,7 @@ fn markdown(
         let met = match t.met {
             Some(true) => "yes",
             Some(false) => "**no**",
+            None if t.supplementary => "–",
             None => "n/a",
         };
         let _ = writeln!(
@@ -585,4 +915,136 @@ fn markdown(
         }
     }
     md
+}
+
+/// Latency at 1 connection across cores and on one core, with the floor beside the servers.
+fn latency_floor_table(md: &mut String, runs: &Runs, machine: &Value) {
+    let floor = runs.get(FLOOR, FLOOR, 1);
+    let floor_same = runs.get(FLOOR, FLOOR_SAME_CORE, 1);
+    let same_core_rows = PEERS
+        .iter()
+        .any(|peer| runs.get(peer, SAME_CORE, 1).is_some());
+    if floor.is_none() && floor_same.is_none() && !same_core_rows {
+        return;
+    }
+    let cpu = |k: &str| machine[k].as_str().unwrap_or("?").to_owned();
+    let bytes = floor
+        .or(floor_same)
+        .filter(|r| r.request_bytes > 0)
+        .map(|r| {
+            format!(
+                " ({} bytes out: the request with its HTTP head as the load generator sends it; \
+                 {} bytes back: the ceiling's response)",
+                r.request_bytes, r.response_bytes
+            )
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        md,
+        "\n### Latency at 1 connection: across cores and on one core\n\n\
+         Each cell: p50 / p99. The floor is a blocking `std::net` ping-pong over one TCP \
+         connection (`TCP_NODELAY`) moving the same bytes as one echo call{bytes}, with no HTTP \
+         parsing and no async runtime on either side: what the kernel and the machine take \
+         for one round trip in that placement, which no server can beat. Across cores, each \
+         call wakes an idle core twice; on one core, the latency is the work of both sides and \
+         the switches between them.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| placement | floor (no HTTP) | ceiling | arctern | rmcp (fair config) | Python reference | arctern / rmcp (p50) |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    let latency = |run: Option<&RunRecord>| match run {
+        None => "–".into(),
+        Some(r) if !r.ok() => format!("**FAILED** ({} errors)", r.errors),
+        Some(r) => format!("{} / {}", fmt_us(r.p50_us), fmt_us(r.p99_us)),
+    };
+    for (placement, scenario, floor_run) in [
+        (
+            format!(
+                "server on CPU {}, load generator on CPU {}",
+                cpu("server_cpu"),
+                cpu("load_cpu")
+            ),
+            "echo",
+            floor,
+        ),
+        (
+            format!("both on CPU {}", cpu("server_cpu")),
+            SAME_CORE,
+            floor_same,
+        ),
+    ] {
+        let p50 = |peer| runs.ok(peer, scenario, 1).map(|r| r.p50_us);
+        let _ = writeln!(
+            md,
+            "| {placement} | {} | {} | {} | {} | {} | {} |",
+            latency(floor_run),
+            latency(runs.get("ceiling", scenario, 1)),
+            latency(runs.get("arctern", scenario, 1)),
+            latency(runs.get("rmcp", scenario, 1)),
+            latency(runs.get("python", scenario, 1)),
+            fmt_ratio(ratio(p50("arctern"), p50("rmcp"))),
+        );
+    }
+    let floor_cpu: Vec<String> = [(floor, "across cores"), (floor_same, "on one core")]
+        .into_iter()
+        .filter_map(|(r, label)| {
+            let r = r.filter(|r| r.ok())?;
+            Some(format!(
+                "{label} {} calls/s, server CPU {:.1} µs per call",
+                fmt_thr(r.calls_per_s),
+                r.server_cpu_us_per_call
+            ))
+        })
+        .collect();
+    if !floor_cpu.is_empty() {
+        let _ = writeln!(md, "\nThe floor: {}.", floor_cpu.join("; "));
+    }
+}
+
+/// arctern's interleaved 2-tool / 100-tool runs at 32 connections.
+fn interleaved_table(md: &mut String, i: &Interleaved) {
+    let _ = writeln!(
+        md,
+        "\n### 100 tools vs 2 tools, interleaved (arctern, {PAIR_CONNS} connections)\n\n\
+         Alternating runs of {:.0} s with 2 tools and with 100 tools registered (a fresh server \
+         each). Each pair is a 2-tool run and the 100-tool run right after it, so a slow drift \
+         of the machine hits both alike; the target uses the median of the pairs' ratios. \
+         Each cell: calls per second (server CPU per call).\n",
+        i.duration_s
+    );
+    let _ = writeln!(md, "| pair | 2 tools | 100 tools | 100 / 2 |");
+    let _ = writeln!(md, "|---|---:|---:|---:|");
+    for (n, (&(two, many), &(cpu_two, cpu_many))) in i
+        .pairs_calls_per_s
+        .iter()
+        .zip(&i.pairs_cpu_us_per_call)
+        .enumerate()
+    {
+        let _ = writeln!(
+            md,
+            "| {} | {} ({cpu_two:.1} µs) | {} ({cpu_many:.1} µs) | {} |",
+            n + 1,
+            fmt_thr(two),
+            fmt_thr(many),
+            fmt_ratio(Some(many / two)),
+        );
+    }
+    let _ = writeln!(
+        md,
+        "| median (spread) | {} ({:.1} %) | {} ({:.1} %) | {} ({:.1} %) |",
+        fmt_thr(i.median_two_calls_per_s),
+        100.0 * i.spread_two,
+        fmt_thr(i.median_many_calls_per_s),
+        100.0 * i.spread_many,
+        fmt_ratio(Some(i.ratio)),
+        100.0 * spread(&i.pair_ratios, i.ratio),
+    );
+    let _ = writeln!(
+        md,
+        "\nSpread: (max − min) / median of the runs in that column. The ratio of the two \
+         median throughputs is {}.",
+        fmt_ratio(Some(i.ratio_of_medians))
+    );
 }
