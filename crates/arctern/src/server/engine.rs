@@ -24,6 +24,7 @@ use super::config::{CacheHint, ServerConfig};
 use super::context::{ContextInner, Era, NotificationSink, RequestContext, TransportKind};
 use super::handler::{Handler, HandlerResult};
 use super::outcome::Outcome;
+use super::prepared::{PreparedForm, PreparedResult, Shared};
 use super::reply::{BoxedResponse, Reply, respond_lazily_boxed};
 use super::subscriptions::{ChangeBroker, ChangeNotifier};
 use super::wire::{MrtrParams, WireParams, WireResult};
@@ -338,13 +339,15 @@ impl<H: Handler> Server<H> {
                     resolved,
                     raw,
                     origin,
-                    |this, _ctx, _p: DiscoverParams| std::future::ready(Ok(this.discover_result())),
+                    |this, _ctx, _p: DiscoverParams| {
+                        std::future::ready(Ok(PreparedResult::value(this.discover_result())))
+                    },
                 )
                 .await
             }
             Method::ToolsList => {
                 self.serve(id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.inner.handler.list_tools(ctx, p).await
+                    this.inner.handler.list_tools_prepared(ctx, p).await
                 })
                 .await
             }
@@ -356,7 +359,7 @@ impl<H: Handler> Server<H> {
             }
             Method::PromptsList => {
                 self.serve(id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.inner.handler.list_prompts(ctx, p).await
+                    this.inner.handler.list_prompts_prepared(ctx, p).await
                 })
                 .await
             }
@@ -368,13 +371,16 @@ impl<H: Handler> Server<H> {
             }
             Method::ResourcesList => {
                 self.serve(id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.inner.handler.list_resources(ctx, p).await
+                    this.inner.handler.list_resources_prepared(ctx, p).await
                 })
                 .await
             }
             Method::ResourceTemplatesList => {
                 self.serve(id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.inner.handler.list_resource_templates(ctx, p).await
+                    this.inner
+                        .handler
+                        .list_resource_templates_prepared(ctx, p)
+                        .await
                 })
                 .await
             }
@@ -386,7 +392,8 @@ impl<H: Handler> Server<H> {
             }
             Method::Complete => {
                 self.serve(id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.inner.handler.complete(ctx, p).await
+                    let result = this.inner.handler.complete(ctx, p).await;
+                    result.map(PreparedResult::value)
                 })
                 .await
             }
@@ -536,7 +543,7 @@ impl<H: Handler> Server<H> {
         P: WireParams,
         R: WireResult,
         F: FnOnce(Server<H>, RequestContext, P) -> Fut,
-        Fut: Future<Output = HandlerResult<R>> + Send + 'static,
+        Fut: Future<Output = HandlerResult<PreparedResult<R>>> + Send + 'static,
     {
         let (sink, rx) = self.notification_channel(method);
         let (ctx, params) = match self.prepare::<P>(&id, method, raw, origin, sink) {
@@ -553,13 +560,14 @@ impl<H: Handler> Server<H> {
         let response: BoxedResponse = Box::pin(async move {
             let outcome = fut.await;
             cancel_on_drop.disarm();
-            match outcome {
-                Ok(mut result) => {
+            match outcome.map(PreparedResult::into_form) {
+                Ok(PreparedForm::Value(mut result)) => {
                     if let Some(hint) = cache {
                         result.apply_cache_hint(hint);
                     }
                     (200, this.encode_result(&id, result))
                 }
+                Ok(PreparedForm::Shared(shared)) => (200, this.encode_shared(&id, &shared, cache)),
                 Err(error) => (status_for(&error), this.encode_error(Some(&id), &error)),
             }
         });
@@ -833,12 +841,45 @@ impl<H: Handler> Server<H> {
                 &ErrorObject::internal_error("Could not serialize the result"),
             );
         }
+        self.finish_result(buf, start, meta.as_ref())
+    }
+
+    /// Encodes a successful response whose result was serialized beforehand: copies it in,
+    /// then adds the caching hints it leaves unset and stamps `serverInfo`, as
+    /// [`encode_result`](Self::encode_result) does for a value.
+    fn encode_shared(&self, id: &RequestId, shared: &Shared, hint: Option<CacheHint>) -> Bytes {
+        let info_len = self
+            .inner
+            .server_info
+            .as_deref()
+            .map_or(0, |i| i.get().len());
+        let mut buf = Vec::with_capacity(shared.json.len() + info_len + 128);
+        buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        write_json(&mut buf, id);
+        buf.extend_from_slice(b",\"result\":");
+        let start = buf.len();
+        buf.extend_from_slice(&shared.json);
+        if let Some(hint) = hint {
+            if shared.ttl_unset {
+                push_member(&mut buf, start, "ttlMs", &hint.ttl_ms);
+            }
+            if shared.scope_unset {
+                push_member(&mut buf, start, "cacheScope", &hint.scope);
+            }
+        }
+        self.finish_result(buf, start, shared.meta.as_ref())
+    }
+
+    /// Ends a response whose result object (from `start`) is in `buf`: merges `serverInfo`
+    /// into the result's `_meta` and closes the envelope.
+    fn finish_result(&self, mut buf: Vec<u8>, start: usize, meta: Option<&Meta>) -> Bytes {
         debug_assert_eq!(buf.last(), Some(&b'}'));
-        let info = self.inner.server_info.as_deref().filter(|_| {
-            meta.as_ref()
-                .is_none_or(|m: &Meta| !m.contains_key(SERVER_INFO_KEY))
-        });
-        let has_meta = info.is_some() || meta.as_ref().is_some_and(|m| !m.is_empty());
+        let info = self
+            .inner
+            .server_info
+            .as_deref()
+            .filter(|_| meta.is_none_or(|m| !m.contains_key(SERVER_INFO_KEY)));
+        let has_meta = info.is_some() || meta.is_some_and(|m| !m.is_empty());
         if has_meta {
             buf.pop();
             if buf.len() - start > 1 {
@@ -851,7 +892,7 @@ impl<H: Handler> Server<H> {
                 buf.extend_from_slice(info.get().as_bytes());
                 first = false;
             }
-            for (k, v) in meta.iter().flatten() {
+            for (k, v) in meta.into_iter().flatten() {
                 if !first {
                     buf.push(b',');
                 }
@@ -898,6 +939,20 @@ pub(crate) fn encode_error(id: Option<&RequestId>, error: &ErrorObject) -> Bytes
     write_json(&mut buf, error);
     buf.push(b'}');
     Bytes::from(buf)
+}
+
+/// Adds `"key":value` as the last member of the JSON object that starts at `start` and ends
+/// `buf`.
+fn push_member<T: Serialize + ?Sized>(buf: &mut Vec<u8>, start: usize, key: &str, value: &T) {
+    debug_assert_eq!(buf.last(), Some(&b'}'));
+    buf.pop();
+    if buf.len() - start > 1 {
+        buf.push(b',');
+    }
+    write_json(buf, key);
+    buf.push(b':');
+    write_json(buf, value);
+    buf.push(b'}');
 }
 
 fn write_json<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) {

@@ -20,6 +20,7 @@ use arctern_types::tools::{
 use super::context::RequestContext;
 use super::mirror::MirroredParam;
 use super::outcome::Outcome;
+use super::prepared::PreparedResult;
 
 /// What a handler method returns: a result, or a protocol error sent back as a JSON-RPC error
 /// object.
@@ -39,6 +40,11 @@ pub type HandlerResult<T> = Result<T, ErrorObject>;
 /// same request with `input_responses` (and `request_state` echoed). With request-state
 /// sealing enabled on the server, `request_state` is sealed on the way out and verified and
 /// opened on the way in, so the handler only ever sees its own plaintext.
+///
+/// The server answers the list methods through `list_tools_prepared` and its siblings,
+/// which by default send what `list_tools` (and so on) return. A handler whose lists rarely
+/// change can override them instead, to send pages serialized once (see
+/// [`PreparedResult`]).
 ///
 /// ```
 /// use arctern::server::{Handler, HandlerResult, RequestContext};
@@ -64,6 +70,19 @@ pub trait Handler: Send + Sync + 'static {
         not_found(methods::TOOLS_LIST)
     }
 
+    /// `tools/list` as the server sends it: the default sends what
+    /// [`list_tools`](Self::list_tools) returns. Override it to return a page serialized once
+    /// and shared ([`PreparedResult::shared`]); the server then calls only this method for
+    /// `tools/list`, on both the modern and the legacy wire, so `list_tools` only serves direct
+    /// callers.
+    fn list_tools_prepared(
+        &self,
+        ctx: RequestContext,
+        params: ListToolsRequestParams,
+    ) -> impl Future<Output = HandlerResult<PreparedResult<ListToolsResult>>> + Send {
+        async move { self.list_tools(ctx, params).await.map(PreparedResult::from) }
+    }
+
     /// `tools/call`. Argument validation failures belong in an `isError` result; an unknown
     /// tool is `-32602`.
     fn call_tool(
@@ -83,6 +102,21 @@ pub trait Handler: Send + Sync + 'static {
     ) -> impl Future<Output = HandlerResult<ListPromptsResult>> + Send {
         let _ = (ctx, params);
         not_found(methods::PROMPTS_LIST)
+    }
+
+    /// `prompts/list` as the server sends it: by default what
+    /// [`list_prompts`](Self::list_prompts) returns. See
+    /// [`list_tools_prepared`](Self::list_tools_prepared).
+    fn list_prompts_prepared(
+        &self,
+        ctx: RequestContext,
+        params: ListPromptsRequestParams,
+    ) -> impl Future<Output = HandlerResult<PreparedResult<ListPromptsResult>>> + Send {
+        async move {
+            self.list_prompts(ctx, params)
+                .await
+                .map(PreparedResult::from)
+        }
     }
 
     /// `prompts/get`. An unknown prompt or a missing required argument is `-32602`.
@@ -105,6 +139,21 @@ pub trait Handler: Send + Sync + 'static {
         not_found(methods::RESOURCES_LIST)
     }
 
+    /// `resources/list` as the server sends it: by default what
+    /// [`list_resources`](Self::list_resources) returns. See
+    /// [`list_tools_prepared`](Self::list_tools_prepared).
+    fn list_resources_prepared(
+        &self,
+        ctx: RequestContext,
+        params: ListResourcesRequestParams,
+    ) -> impl Future<Output = HandlerResult<PreparedResult<ListResourcesResult>>> + Send {
+        async move {
+            self.list_resources(ctx, params)
+                .await
+                .map(PreparedResult::from)
+        }
+    }
+
     /// `resources/templates/list`.
     fn list_resource_templates(
         &self,
@@ -113,6 +162,22 @@ pub trait Handler: Send + Sync + 'static {
     ) -> impl Future<Output = HandlerResult<ListResourceTemplatesResult>> + Send {
         let _ = (ctx, params);
         not_found(methods::RESOURCES_TEMPLATES_LIST)
+    }
+
+    /// `resources/templates/list` as the server sends it: by default what
+    /// [`list_resource_templates`](Self::list_resource_templates) returns. See
+    /// [`list_tools_prepared`](Self::list_tools_prepared).
+    fn list_resource_templates_prepared(
+        &self,
+        ctx: RequestContext,
+        params: ListResourceTemplatesRequestParams,
+    ) -> impl Future<Output = HandlerResult<PreparedResult<ListResourceTemplatesResult>>> + Send
+    {
+        async move {
+            self.list_resource_templates(ctx, params)
+                .await
+                .map(PreparedResult::from)
+        }
     }
 
     /// `resources/read`. An unknown resource is `-32602` with `data.uri`, never an empty

@@ -18,6 +18,7 @@ mod mcp;
 mod mirror;
 mod mrtr;
 mod outcome;
+mod prepared;
 mod reply;
 mod subscriptions;
 mod wire;
@@ -38,5 +39,6 @@ pub use mrtr::{
     NotYet, Question, Questions, RequestState, Responses, Roots, Sample, SamplingQuestion,
 };
 pub use outcome::Outcome;
+pub use prepared::{Preparable, PreparedResult};
 pub use reply::{Reply, ReplyStream};
 pub use subscriptions::{Change, ChangeNotifier};

@@ -25,12 +25,20 @@ pub(crate) trait WireParams: DeserializeOwned + Send + 'static {
 }
 
 /// Results the engine can encode: it stamps `_meta` and fills in caching hints.
-pub(crate) trait WireResult: Serialize + Send + 'static {
+///
+/// Public only so that the sealed [`Preparable`](super::Preparable) can build on it; this
+/// module is private, so no other crate can name or implement it.
+pub trait WireResult: Serialize + Send + 'static {
     /// The result's `_meta`.
     fn meta_mut(&mut self) -> &mut Option<Meta>;
     /// Fills `ttlMs` / `cacheScope` where the handler left them unset.
     fn apply_cache_hint(&mut self, hint: CacheHint) {
         let _ = hint;
+    }
+    /// Whether `ttlMs` and `cacheScope` are unset (and so take the server's hint); never for
+    /// results without caching hints.
+    fn unset_cache_hint(&self) -> (bool, bool) {
+        (false, false)
     }
 }
 
@@ -151,6 +159,9 @@ macro_rules! cacheable_result {
             fn apply_cache_hint(&mut self, hint: CacheHint) {
                 self.ttl_ms.get_or_insert(hint.ttl_ms);
                 self.cache_scope.get_or_insert(hint.scope);
+            }
+            fn unset_cache_hint(&self) -> (bool, bool) {
+                (self.ttl_ms.is_none(), self.cache_scope.is_none())
             }
         }
     )*};

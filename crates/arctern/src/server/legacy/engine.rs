@@ -11,6 +11,7 @@ use arctern_types::legacy::{
     UnsubscribeRequestParams, client_capabilities_for, negotiate_version, server_capabilities_for,
     strip_modern_members,
 };
+use arctern_types::meta::JsonObject;
 use arctern_types::methods;
 use arctern_types::{ErrorCode, ErrorObject, RequestId, RequestMeta};
 use bytes::Bytes;
@@ -26,6 +27,7 @@ use crate::server::context::{ContextInner, Era, NotificationSink, RequestContext
 use crate::server::engine::encode_error;
 use crate::server::handler::{Handler, HandlerResult};
 use crate::server::outcome::Outcome;
+use crate::server::prepared::{PreparedForm, PreparedResult, Shared};
 use crate::server::reply::{Reply, respond_lazily};
 use crate::server::wire::{MrtrParams, WireParams};
 use crate::server::{RequestOrigin, Server};
@@ -284,31 +286,34 @@ impl<H: Handler> Server<H> {
             },
             Method::ToolsList => {
                 self.legacy_serve(s, id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.handler().list_tools(ctx, p).await
+                    this.handler().list_tools_prepared(ctx, p).await
                 })
                 .await
             }
             Method::PromptsList => {
                 self.legacy_serve(s, id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.handler().list_prompts(ctx, p).await
+                    this.handler().list_prompts_prepared(ctx, p).await
                 })
                 .await
             }
             Method::ResourcesList => {
                 self.legacy_serve(s, id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.handler().list_resources(ctx, p).await
+                    this.handler().list_resources_prepared(ctx, p).await
                 })
                 .await
             }
             Method::ResourceTemplatesList => {
                 self.legacy_serve(s, id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.handler().list_resource_templates(ctx, p).await
+                    this.handler()
+                        .list_resource_templates_prepared(ctx, p)
+                        .await
                 })
                 .await
             }
             Method::Complete => {
                 self.legacy_serve(s, id, resolved, raw, origin, |this, ctx, p| async move {
-                    this.handler().complete(ctx, p).await
+                    let result = this.handler().complete(ctx, p).await;
+                    result.map(PreparedResult::value)
                 })
                 .await
             }
@@ -405,7 +410,7 @@ impl<H: Handler> Server<H> {
         P: WireParams,
         R: Serialize + Send + 'static,
         F: FnOnce(Server<H>, RequestContext, P) -> Fut,
-        Fut: Future<Output = HandlerResult<R>> + Send + 'static,
+        Fut: Future<Output = HandlerResult<PreparedResult<R>>> + Send + 'static,
     {
         let mut params: P = match parse(raw) {
             Ok(p) => p,
@@ -429,8 +434,9 @@ impl<H: Handler> Server<H> {
             let cancel_on_drop = cancel.drop_guard();
             let outcome = fut.await;
             cancel_on_drop.disarm();
-            match outcome {
-                Ok(result) => (200, encode_legacy_result(&id, &result)),
+            match outcome.map(PreparedResult::into_form) {
+                Ok(PreparedForm::Value(result)) => (200, encode_legacy_result(&id, &result)),
+                Ok(PreparedForm::Shared(shared)) => (200, encode_legacy_shared(&id, &shared)),
                 Err(error) => (200, encode_error(Some(&id), &legacy_error(method, error))),
             }
         };
@@ -649,6 +655,40 @@ pub(crate) fn encode_legacy_result<R: Serialize>(id: &RequestId, result: &R) -> 
         }
     };
     match serde_json::to_vec(&value) {
+        Ok(bytes) => encode_raw(id, &bytes),
+        Err(_) => encode_error(
+            Some(id),
+            &ErrorObject::internal_error("Could not serialize the result"),
+        ),
+    }
+}
+
+/// Encodes a result serialized beforehand exactly as [`encode_legacy_result`] encodes its
+/// value.
+fn encode_legacy_shared(id: &RequestId, shared: &Shared) -> Bytes {
+    let parsed: JsonObject = match serde_json::from_slice(&shared.json) {
+        Ok(map) => map,
+        Err(_) => {
+            tracing::error!("a prepared result is not a JSON object");
+            return encode_error(
+                Some(id),
+                &ErrorObject::internal_error("Could not serialize the result"),
+            );
+        }
+    };
+    // Put `_meta` back where the value has it, right after `resultType`, so that stripping
+    // leaves the members in the same order.
+    let mut map = JsonObject::with_capacity(parsed.len() + 1);
+    let mut members = parsed.into_iter().peekable();
+    if let Some(meta) = &shared.meta {
+        if let Some((key, value)) = members.next_if(|(key, _)| key == "resultType") {
+            map.insert(key, value);
+        }
+        map.insert("_meta".to_owned(), Value::Object(meta.clone()));
+    }
+    map.extend(members);
+    strip_modern_members(&mut map);
+    match serde_json::to_vec(&map) {
         Ok(bytes) => encode_raw(id, &bytes),
         Err(_) => encode_error(
             Some(id),

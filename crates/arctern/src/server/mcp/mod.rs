@@ -55,6 +55,7 @@ use super::mirror::MirroredParam;
 use super::mrtr::InputState;
 use super::mrtr::MrtrLimits;
 use super::outcome::Outcome;
+use super::prepared::{Preparable, PreparedResult};
 use super::subscriptions::ChangeNotifier;
 use crate::state::{KeyRing, StateSealer};
 
@@ -511,6 +512,8 @@ struct Registry<S> {
     prompts: IndexMap<String, PromptEntry<S>>,
     resources: IndexMap<String, ResourceEntry<S>>,
     templates: Vec<TemplateEntry<S>>,
+    /// The list pages of this snapshot, serialized on first use.
+    lists: ListCache,
 }
 
 impl<S> Default for Registry<S> {
@@ -520,17 +523,46 @@ impl<S> Default for Registry<S> {
             prompts: IndexMap::new(),
             resources: IndexMap::new(),
             templates: Vec::new(),
+            lists: ListCache::default(),
         }
     }
 }
 
 impl<S> Clone for Registry<S> {
+    /// A copy to change and publish as the next snapshot, so with no cached pages.
     fn clone(&self) -> Self {
         Registry {
             tools: self.tools.clone(),
             prompts: self.prompts.clone(),
             resources: self.resources.clone(),
             templates: self.templates.clone(),
+            lists: ListCache::default(),
+        }
+    }
+}
+
+/// The pages of every list of one registry snapshot, each serialized when first asked for
+/// and then shared by every response that sends it. A snapshot never changes once
+/// published, and every change publishes a new one (with an empty cache), so a cached page
+/// is never stale.
+#[derive(Default)]
+struct ListCache {
+    tools: PageCache<ListToolsResult>,
+    prompts: PageCache<ListPromptsResult>,
+    resources: PageCache<ListResourcesResult>,
+    templates: PageCache<ListResourceTemplatesResult>,
+}
+
+/// The pages of one list, by index (the page starting at `index × page size`).
+struct PageCache<R> {
+    /// One slot per page, made on first use: the number of pages is fixed by then.
+    pages: OnceLock<Box<[OnceLock<PreparedResult<R>>]>>,
+}
+
+impl<R> Default for PageCache<R> {
+    fn default() -> Self {
+        PageCache {
+            pages: OnceLock::new(),
         }
     }
 }
@@ -753,22 +785,144 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         &self.inner.state
     }
 
-    fn page<T: Clone>(
+    /// Where the page at `cursor` of a list of `total` entries starts and ends.
+    fn page_bounds(
         &self,
-        items: impl ExactSizeIterator<Item = T>,
+        total: usize,
         cursor: Option<&str>,
-    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
-        let total = items.len();
+    ) -> Result<(usize, usize), ErrorObject> {
         let start = match cursor {
             None => 0,
             Some(c) => decode_cursor(c)
                 .filter(|s| *s <= total)
                 .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?,
         };
-        let end = (start + self.inner.page_size).min(total);
+        Ok((start, (start + self.inner.page_size).min(total)))
+    }
+
+    fn page<T: Clone>(
+        &self,
+        items: impl ExactSizeIterator<Item = T>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        let total = items.len();
+        let (start, end) = self.page_bounds(total, cursor)?;
         let page: Vec<T> = items.skip(start).take(end - start).collect();
         let next = (end < total).then(|| encode_cursor(end));
         Ok((page, next))
+    }
+
+    /// The page at `cursor`, from `cache` when it starts where this server's pages start (the
+    /// cursors it hands out always do), built and cached on first use.
+    fn prepared_page<'a, T, R>(
+        &self,
+        cache: &PageCache<R>,
+        items: impl ExactSizeIterator<Item = &'a T> + Clone,
+        cursor: Option<&str>,
+        make: impl Fn(Vec<T>, Option<String>) -> R,
+    ) -> HandlerResult<PreparedResult<R>>
+    where
+        T: Clone + 'a,
+        R: Preparable + Clone,
+    {
+        let total = items.len();
+        let (start, end) = self.page_bounds(total, cursor)?;
+        let build = || {
+            let page = items
+                .clone()
+                .skip(start)
+                .take(end - start)
+                .cloned()
+                .collect();
+            make(page, (end < total).then(|| encode_cursor(end)))
+        };
+        let size = self.inner.page_size;
+        let slot = (start % size == 0)
+            .then(|| {
+                let pages = cache.pages.get_or_init(|| {
+                    (0..total.div_ceil(size).max(1))
+                        .map(|_| OnceLock::new())
+                        .collect()
+                });
+                pages.get(start / size)
+            })
+            .flatten();
+        // A cursor a client made up (any offset up to the end is valid) is served uncached.
+        let Some(slot) = slot else {
+            return Ok(PreparedResult::from(build()));
+        };
+        let page = slot.get_or_init(|| {
+            PreparedResult::shared(build()).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "could not serialize a list page; sending it uncached");
+                PreparedResult::from(build())
+            })
+        });
+        Ok(page.clone())
+    }
+
+    /// A page of `tools/list`, cached per registry snapshot.
+    fn tools_page(&self, cursor: Option<&str>) -> HandlerResult<PreparedResult<ListToolsResult>> {
+        let registry = self.inner.registry.load();
+        self.prepared_page(
+            &registry.lists.tools,
+            registry.tools.values().map(|e| &e.tool),
+            cursor,
+            |tools, next| ListToolsResult {
+                next_cursor: next,
+                ..ListToolsResult::new(tools)
+            },
+        )
+    }
+
+    /// A page of `prompts/list`, cached per registry snapshot.
+    fn prompts_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> HandlerResult<PreparedResult<ListPromptsResult>> {
+        let registry = self.inner.registry.load();
+        self.prepared_page(
+            &registry.lists.prompts,
+            registry.prompts.values().map(|e| &e.prompt),
+            cursor,
+            |prompts, next| ListPromptsResult {
+                next_cursor: next,
+                ..ListPromptsResult::new(prompts)
+            },
+        )
+    }
+
+    /// A page of `resources/list`, cached per registry snapshot.
+    fn resources_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> HandlerResult<PreparedResult<ListResourcesResult>> {
+        let registry = self.inner.registry.load();
+        self.prepared_page(
+            &registry.lists.resources,
+            registry.resources.values().map(|e| &e.resource),
+            cursor,
+            |resources, next| ListResourcesResult {
+                next_cursor: next,
+                ..ListResourcesResult::new(resources)
+            },
+        )
+    }
+
+    /// A page of `resources/templates/list`, cached per registry snapshot.
+    fn templates_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> HandlerResult<PreparedResult<ListResourceTemplatesResult>> {
+        let registry = self.inner.registry.load();
+        self.prepared_page(
+            &registry.lists.templates,
+            registry.templates.iter().map(|e| &e.template),
+            cursor,
+            |templates, next| ListResourceTemplatesResult {
+                next_cursor: next,
+                ..ListResourceTemplatesResult::new(templates)
+            },
+        )
     }
 }
 
@@ -800,6 +954,14 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         let mut result = ListToolsResult::new(tools.into_iter().cloned().collect());
         result.next_cursor = next;
         Ok(result)
+    }
+
+    async fn list_tools_prepared(
+        &self,
+        _ctx: RequestContext,
+        params: ListToolsRequestParams,
+    ) -> HandlerResult<PreparedResult<ListToolsResult>> {
+        self.tools_page(params.cursor.as_deref())
     }
 
     async fn call_tool(
@@ -838,6 +1000,14 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         let mut result = ListPromptsResult::new(prompts.into_iter().cloned().collect());
         result.next_cursor = next;
         Ok(result)
+    }
+
+    async fn list_prompts_prepared(
+        &self,
+        _ctx: RequestContext,
+        params: ListPromptsRequestParams,
+    ) -> HandlerResult<PreparedResult<ListPromptsResult>> {
+        self.prompts_page(params.cursor.as_deref())
     }
 
     async fn get_prompt(
@@ -883,6 +1053,14 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         Ok(result)
     }
 
+    async fn list_resources_prepared(
+        &self,
+        _ctx: RequestContext,
+        params: ListResourcesRequestParams,
+    ) -> HandlerResult<PreparedResult<ListResourcesResult>> {
+        self.resources_page(params.cursor.as_deref())
+    }
+
     async fn list_resource_templates(
         &self,
         _ctx: RequestContext,
@@ -896,6 +1074,14 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         let mut result = ListResourceTemplatesResult::new(templates.into_iter().cloned().collect());
         result.next_cursor = next;
         Ok(result)
+    }
+
+    async fn list_resource_templates_prepared(
+        &self,
+        _ctx: RequestContext,
+        params: ListResourceTemplatesRequestParams,
+    ) -> HandlerResult<PreparedResult<ListResourceTemplatesResult>> {
+        self.templates_page(params.cursor.as_deref())
     }
 
     async fn read_resource(
@@ -947,5 +1133,83 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
 
     fn mirrored_params(&self, tool: &str) -> Option<Arc<[MirroredParam]>> {
         self.inner.registry.load().tools.get(tool)?.mirrored.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::prepared::PreparedForm;
+
+    fn handler(tools: usize) -> McpHandler {
+        let mut server = McpServer::new("cache").page_size(2);
+        for i in 0..tools {
+            server = server.tool(format!("t{i}"), "A tool.", || async { "ok" });
+        }
+        server.build().unwrap().handler().clone()
+    }
+
+    fn shared(page: PreparedResult<ListToolsResult>) -> Arc<crate::server::prepared::Shared> {
+        match page.into_form() {
+            PreparedForm::Shared(s) => s,
+            PreparedForm::Value(v) => panic!("not cached: {v:?}"),
+        }
+    }
+
+    fn names(page: PreparedResult<ListToolsResult>) -> (Vec<String>, Option<String>) {
+        let page = page.into_result().unwrap();
+        let names = page.tools.into_iter().map(|t| t.name).collect();
+        (names, page.next_cursor)
+    }
+
+    #[test]
+    fn pages_are_cached_per_snapshot() {
+        let h = handler(5);
+        let first = shared(h.tools_page(None).unwrap());
+        assert!(Arc::ptr_eq(&first, &shared(h.tools_page(None).unwrap())));
+        let (page, next) = names(h.tools_page(None).unwrap());
+        assert_eq!(
+            (page, next.clone()),
+            (vec!["t0".into(), "t1".into()], Some(encode_cursor(2)))
+        );
+        let second = shared(h.tools_page(next.as_deref()).unwrap());
+        assert!(Arc::ptr_eq(
+            &second,
+            &shared(h.tools_page(next.as_deref()).unwrap())
+        ));
+        let last = names(h.tools_page(Some(&encode_cursor(4))).unwrap());
+        assert_eq!(last, (vec!["t4".to_owned()], None));
+
+        // A change publishes a new snapshot, whose pages are built afresh.
+        h.add_tool(ToolSpec::new("late").description("Late."), || async {
+            "ok"
+        })
+        .unwrap();
+        assert!(!Arc::ptr_eq(&first, &shared(h.tools_page(None).unwrap())));
+        let last = names(h.tools_page(Some(&encode_cursor(4))).unwrap());
+        assert_eq!(last, (vec!["t4".to_owned(), "late".to_owned()], None));
+        assert!(h.remove_tool("t0"));
+        assert_eq!(names(h.tools_page(None).unwrap()).0, ["t1", "t2"]);
+    }
+
+    #[test]
+    fn odd_cursors_and_empty_lists() {
+        let h = handler(5);
+        // An offset between pages is valid, and served without touching the cache.
+        let odd = h.tools_page(Some(&encode_cursor(1))).unwrap();
+        assert!(!odd.is_shared());
+        assert_eq!(
+            names(odd),
+            (vec!["t1".into(), "t2".into()], Some(encode_cursor(3)))
+        );
+        let end = h.tools_page(Some(&encode_cursor(5))).unwrap();
+        assert_eq!(names(end), (vec![], None));
+        assert!(h.tools_page(Some(&encode_cursor(6))).is_err());
+        assert!(h.tools_page(Some("garbage")).is_err());
+
+        let empty = handler(0);
+        let page = empty.tools_page(None).unwrap();
+        assert!(page.is_shared());
+        assert_eq!(names(page), (vec![], None));
     }
 }
