@@ -821,14 +821,11 @@ async fn write_lines<W: AsyncWrite + Unpin>(
         for message in batch.drain(..) {
             write_line(&mut out, &message).await?;
         }
+        // Flushed as soon as nothing more is queued. Holding replies back to coalesce them
+        // (yielding to the other ready tasks first) cut the writes 32-fold in the benchmark
+        // but made client and server take turns, idling each other: 30 % fewer calls/s.
         if rx.is_empty() {
-            // Let the other tasks that are ready run first: replies finishing in the same
-            // turn of the runtime then leave in one write (one system call and one wake-up
-            // of the reader) instead of one each.
-            tokio::task::yield_now().await;
-            if rx.is_empty() {
-                out.flush().await?;
-            }
+            out.flush().await?;
         }
     }
     out.flush().await?;
