@@ -138,6 +138,13 @@ pub(crate) fn validate_name(name: &str) -> Result<(), String> {
 /// `S` is shared state handed to handlers through the [`State`] extractor; set it with
 /// [`McpServer::with_state`].
 pub struct McpServer<S = ()> {
+    // Boxed: the builder is passed by value through every registration, and inline its
+    // 1.5 KB would be copied on each call and take a stack slot per call in a long chain.
+    parts: Box<BuilderParts<S>>,
+}
+
+/// What an [`McpServer`] collects before [`build`](McpServer::build).
+struct BuilderParts<S> {
     config: ServerConfig,
     state: S,
     registry: Registry<S>,
@@ -178,11 +185,11 @@ impl McpServer<()> {
 impl<S> fmt::Debug for McpServer<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpServer")
-            .field("name", &self.config.info.name)
-            .field("tools", &self.registry.tools.len())
-            .field("prompts", &self.registry.prompts.len())
-            .field("resources", &self.registry.resources.len())
-            .field("templates", &self.registry.templates.len())
+            .field("name", &self.parts.config.info.name)
+            .field("tools", &self.parts.registry.tools.len())
+            .field("prompts", &self.parts.registry.prompts.len())
+            .field("resources", &self.parts.registry.resources.len())
+            .field("templates", &self.parts.registry.templates.len())
             .finish_non_exhaustive()
     }
 }
@@ -191,17 +198,19 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// A server called `name` whose handlers can extract `State<S>`.
     pub fn with_state(name: impl Into<String>, state: S) -> Self {
         McpServer {
-            config: ServerConfig::new(name, "0.0.0"),
-            state,
-            registry: Registry::default(),
-            completer: None,
-            errors: Vec::new(),
-            page_size: DEFAULT_PAGE_SIZE,
-            enable: Enable {
-                logging: true,
-                ..Default::default()
-            },
-            sealing: Sealing::Default,
+            parts: Box::new(BuilderParts {
+                config: ServerConfig::new(name, "0.0.0"),
+                state,
+                registry: Registry::default(),
+                completer: None,
+                errors: Vec::new(),
+                page_size: DEFAULT_PAGE_SIZE,
+                enable: Enable {
+                    logging: true,
+                    ..Default::default()
+                },
+                sealing: Sealing::Default,
+            }),
         }
     }
 
@@ -209,14 +218,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// server processes sharing them can finish each other's flows, and keys rotate without
     /// downtime. Without this a fresh process-local key is used.
     pub fn state_keys(mut self, keys: KeyRing) -> Self {
-        self.sealing = Sealing::Keys(keys);
+        self.parts.sealing = Sealing::Keys(keys);
         self
     }
 
     /// Seals request state with a sealer configured in full (codec, clock, time to live,
     /// audience, maximum token size).
     pub fn state_sealer(mut self, sealer: StateSealer) -> Self {
-        self.sealing = Sealing::Sealer(sealer);
+        self.parts.sealing = Sealing::Sealer(sealer);
         self
     }
 
@@ -225,20 +234,20 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// registered (their answers are pinned inside the sealed state). Only for servers whose
     /// state carries nothing that tampering could abuse.
     pub fn without_state_sealing(mut self) -> Self {
-        self.sealing = Sealing::Off;
+        self.parts.sealing = Sealing::Off;
         self
     }
 
     /// Where the principal that request state is bound to comes from, when no authentication
     /// layer put a [`Principal`](crate::server::Principal) in the request's extensions.
     pub fn principal(mut self, hook: PrincipalHook) -> Self {
-        self.config.principal = Some(hook);
+        self.parts.config.principal = Some(hook);
         self
     }
 
     /// Limits on multi round-trip requests (questions per round, rounds per call).
     pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
-        self.config.mrtr = limits;
+        self.parts.config.mrtr = limits;
         self
     }
 
@@ -246,69 +255,69 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// legacy shim); [`LegacyConfig::disabled`](crate::server::LegacyConfig::disabled)
     /// makes a modern-only server.
     pub fn legacy(mut self, legacy: crate::server::LegacyConfig) -> Self {
-        self.config.legacy = legacy;
+        self.parts.config.legacy = legacy;
         self
     }
 
     /// The version in `serverInfo`.
     pub fn version(mut self, version: impl Into<String>) -> Self {
-        self.config.info.version = version.into();
+        self.parts.config.info.version = version.into();
         self
     }
 
     /// A human-readable title in `serverInfo`.
     pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.config.info.title = Some(title.into());
+        self.parts.config.info.title = Some(title.into());
         self
     }
 
     /// Everything `serverInfo` says (name, version, title, description, website, icons).
     pub fn info(mut self, info: Implementation) -> Self {
-        self.config.info = info;
+        self.parts.config.info = info;
         self
     }
 
     /// Guidance for the model, returned by `server/discover`.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.config.instructions = Some(instructions.into());
+        self.parts.config.instructions = Some(instructions.into());
         self
     }
 
     /// Caching hints for cacheable results.
     pub fn cache_policy(mut self, cache: CachePolicy) -> Self {
-        self.config.cache = cache;
+        self.parts.config.cache = cache;
         self
     }
 
     /// Entries per page of the list methods (at least 1).
     pub fn page_size(mut self, page_size: usize) -> Self {
-        self.page_size = page_size.max(1);
+        self.parts.page_size = page_size.max(1);
         self
     }
 
     /// Whether to declare the (deprecated) `logging` capability, which lets handlers send log
     /// messages to clients that opt in per request. On by default.
     pub fn logging(mut self, enabled: bool) -> Self {
-        self.enable.logging = enabled;
+        self.parts.enable.logging = enabled;
         self
     }
 
     /// Declares the `tools` capability even when no tool is registered yet (tools can be
     /// added at run time).
     pub fn enable_tools(mut self) -> Self {
-        self.enable.tools = true;
+        self.parts.enable.tools = true;
         self
     }
 
     /// Declares the `prompts` capability even when no prompt is registered yet.
     pub fn enable_prompts(mut self) -> Self {
-        self.enable.prompts = true;
+        self.parts.enable.prompts = true;
         self
     }
 
     /// Declares the `resources` capability even when no resource is registered yet.
     pub fn enable_resources(mut self) -> Self {
-        self.enable.resources = true;
+        self.parts.enable.resources = true;
         self
     }
 
@@ -338,11 +347,11 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     {
         match tool::tool_entry(spec, handler) {
             Ok(entry) => {
-                if let Err(e) = self.registry.insert_tool(entry) {
-                    self.errors.push(e);
+                if let Err(e) = self.parts.registry.insert_tool(entry) {
+                    self.parts.errors.push(e);
                 }
             }
-            Err(e) => self.errors.push(e),
+            Err(e) => self.parts.errors.push(e),
         }
         self
     }
@@ -371,11 +380,11 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     {
         match prompt::prompt_entry(spec, handler) {
             Ok(entry) => {
-                if let Err(e) = self.registry.insert_prompt(entry) {
-                    self.errors.push(e);
+                if let Err(e) = self.parts.registry.insert_prompt(entry) {
+                    self.parts.errors.push(e);
                 }
             }
-            Err(e) => self.errors.push(e),
+            Err(e) => self.parts.errors.push(e),
         }
         self
     }
@@ -390,11 +399,11 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         let mut this = self;
         match resource::resource_entry(spec.into(), handler) {
             Ok(entry) => {
-                if let Err(e) = this.registry.insert_resource(entry) {
-                    this.errors.push(e);
+                if let Err(e) = this.parts.registry.insert_resource(entry) {
+                    this.parts.errors.push(e);
                 }
             }
-            Err(e) => this.errors.push(e),
+            Err(e) => this.parts.errors.push(e),
         }
         this
     }
@@ -409,8 +418,8 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     {
         let mut this = self;
         match resource::template_entry(spec.into(), handler) {
-            Ok(entry) => this.registry.templates.push(entry),
-            Err(e) => this.errors.push(e),
+            Ok(entry) => this.parts.registry.templates.push(entry),
+            Err(e) => this.parts.errors.push(e),
         }
         this
     }
@@ -422,18 +431,19 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         Fut: Future<Output = R> + Send + 'static,
         R: IntoCompletion,
     {
-        self.completer = Some(Completer::new(handler));
+        self.parts.completer = Some(Completer::new(handler));
         self
     }
 
     /// Builds the server, or reports every handler that could not be registered.
-    pub fn build(mut self) -> Result<Server<McpHandler<S>>, RegistrationError> {
-        let name = self.config.info.name.clone();
-        let sealer = match std::mem::replace(&mut self.sealing, Sealing::Off) {
+    pub fn build(self) -> Result<Server<McpHandler<S>>, RegistrationError> {
+        let mut this = *self.parts;
+        let name = this.config.info.name.clone();
+        let sealer = match std::mem::replace(&mut this.sealing, Sealing::Off) {
             Sealing::Off => None,
             Sealing::Sealer(sealer) => Some(Ok(sealer)),
             Sealing::Default | Sealing::Keys(_) if name.trim().is_empty() => {
-                self.errors.push(
+                this.errors.push(
                     "request-state sealing binds tokens to the server's name as their audience: give the server a name, or pass a sealer with an explicit audience".into(),
                 );
                 None
@@ -443,55 +453,55 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         }
         .transpose()
         .unwrap_or_else(|e| {
-            self.errors.push(format!("request-state sealing: {e}"));
+            this.errors.push(format!("request-state sealing: {e}"));
             None
         });
         if sealer.is_none() {
-            self.errors.extend(self.registry.asking_without_sealing());
+            this.errors.extend(this.registry.asking_without_sealing());
         }
-        if !self.errors.is_empty() {
+        if !this.errors.is_empty() {
             return Err(RegistrationError {
-                messages: self.errors,
+                messages: this.errors,
             });
         }
         let sealing = sealer.is_some();
-        let mut config = self.config;
+        let mut config = this.config;
         config.request_state = sealer;
-        let r = &self.registry;
+        let r = &this.registry;
         let caps = &mut config.capabilities;
-        if self.enable.tools || !r.tools.is_empty() {
+        if this.enable.tools || !r.tools.is_empty() {
             caps.tools = Some(ToolsCapability {
                 list_changed: Some(true),
                 ..Default::default()
             });
         }
-        if self.enable.prompts || !r.prompts.is_empty() {
+        if this.enable.prompts || !r.prompts.is_empty() {
             caps.prompts = Some(PromptsCapability {
                 list_changed: Some(true),
                 ..Default::default()
             });
         }
-        if self.enable.resources || !r.resources.is_empty() || !r.templates.is_empty() {
+        if this.enable.resources || !r.resources.is_empty() || !r.templates.is_empty() {
             caps.resources = Some(ResourcesCapability {
                 list_changed: Some(true),
                 subscribe: Some(true),
                 ..Default::default()
             });
         }
-        if self.completer.is_some() {
+        if this.completer.is_some() {
             caps.completions = Some(JsonObject::new());
         }
-        if self.enable.logging {
+        if this.enable.logging {
             caps.logging = Some(JsonObject::new());
         }
         let handler = McpHandler {
             inner: Arc::new(HandlerInner {
-                state: self.state,
-                registry: ArcSwap::from_pointee(self.registry),
+                state: this.state,
+                registry: ArcSwap::from_pointee(this.registry),
                 write: Mutex::new(()),
                 notifier: OnceLock::new(),
-                completer: self.completer,
-                page_size: self.page_size,
+                completer: this.completer,
+                page_size: this.page_size,
                 sealing,
             }),
         };
