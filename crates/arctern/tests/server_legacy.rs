@@ -150,7 +150,10 @@ struct Running {
 }
 
 async fn start(config: HttpConfig) -> Running {
-    let server = server();
+    start_server(server(), config).await
+}
+
+async fn start_server(server: Server<Legacy>, config: HttpConfig) -> Running {
     let bound = HttpServer::new(server.clone())
         .bind("127.0.0.1:0".parse::<SocketAddr>().unwrap())
         .config(config)
@@ -796,25 +799,12 @@ async fn notifications_cancelled_ends_a_legacy_request() {
 async fn a_modern_only_server_refuses_initialize() {
     let mut config = ServerConfig::new("modern-only", "1.0.0").legacy(LegacyConfig::disabled());
     config.capabilities.tools = Some(ToolsCapability::default());
-    let bound = HttpServer::new(Server::new(Legacy, config))
-        .bind("127.0.0.1:0".parse::<SocketAddr>().unwrap())
-        .listen()
-        .await
-        .expect("binds");
-    let addr = bound.local_addr();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(bound.serve_with_shutdown(async {
-        let _ = stopped.await;
-    }));
+    let running = start_server(Server::new(Legacy, config), HttpConfig::new()).await;
+    let addr = running.addr;
     // Without the legacy era, initialize is just a request without the modern headers.
     let response = send(addr, Method::POST, &[], Some(&initialize(V11, json!({})))).await;
     assert_eq!(response.status, StatusCode::BAD_REQUEST);
     assert!(response.session().is_none());
     assert_eq!(response.json().await["error"]["code"], -32020);
-    let _ = stop.send(());
-    tokio::time::timeout(PATIENCE, task)
-        .await
-        .expect("the server stops in time")
-        .unwrap()
-        .expect("the server returns Ok");
+    running.stop().await;
 }
