@@ -175,11 +175,11 @@ impl<H: Handler> StdioServer<H> {
         // thread switch.
         #[cfg(unix)]
         if let Some((reader, writer)) = std_pipes::open() {
-            let served = run_as_task(self.serve_io(reader, writer)).await;
+            let served = run_as_task(self, reader, writer).await;
             std_pipes::restore_blocking();
             return served;
         }
-        run_as_task(self.serve_io(tokio::io::stdin(), tokio::io::stdout())).await
+        run_as_task(self, tokio::io::stdin(), tokio::io::stdout()).await
     }
 
     /// Serves on `reader` and `writer` until the reader reaches end of input (or
@@ -253,16 +253,34 @@ impl<H: Handler> StdioServer<H> {
     }
 }
 
-/// Runs `serving` as a task of the current runtime and waits for it; a panic inside it is
-/// resumed here.
-async fn run_as_task(serving: impl Future<Output = Result<()>> + Send + 'static) -> Result<()> {
-    match tokio::spawn(serving).await {
-        Ok(served) => served,
-        Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
-        Err(_) => Err(Error::new(
-            ErrorKind::Closed,
-            "the runtime shut down while serving stdio",
-        )),
+/// Spawns the serving loop as a task of the current runtime at once and returns a future
+/// that waits for it; a panic inside it is resumed there.
+///
+/// Under `#[tokio::main]` the caller's future and the frames that poll it live on the main
+/// thread's stack, and every page they ever touch stays resident. So the serving state (about
+/// 10 KB) is built here, out of line and only when stdio is served, and the caller's future
+/// holds just the task's handle.
+#[inline(never)]
+fn run_as_task<H, R, W>(
+    server: StdioServer<H>,
+    reader: R,
+    writer: W,
+) -> impl Future<Output = Result<()>>
+where
+    H: Handler,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let task = tokio::spawn(server.serve_io(reader, writer));
+    async move {
+        match task.await {
+            Ok(served) => served,
+            Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+            Err(_) => Err(Error::new(
+                ErrorKind::Closed,
+                "the runtime shut down while serving stdio",
+            )),
+        }
     }
 }
 
@@ -980,6 +998,16 @@ mod tests {
             });
         }
         out
+    }
+
+    #[test]
+    fn the_serving_future_is_small() {
+        // The caller's future holds only the serving task's handle; the serving state lives
+        // in the task (see `run_as_task`). Futures are inert: nothing is read here.
+        let server = crate::server::McpServer::new("t").build().unwrap();
+        let serving = server.serve_stdio();
+        let size = std::mem::size_of_val(&serving);
+        assert!(size <= 512, "serve_stdio's future is {size} bytes");
     }
 
     #[test]

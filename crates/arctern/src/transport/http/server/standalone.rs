@@ -402,6 +402,16 @@ mod tests {
     }
 
     #[test]
+    fn the_serving_future_is_small() {
+        // It sits in the caller's future (often `main`'s, on the main thread's stack), so it
+        // holds the listener and the accept loop, not a connection's state.
+        let server = crate::server::McpServer::new("t").build().unwrap();
+        let serving = server.serve_http(("127.0.0.1", 0));
+        let size = std::mem::size_of_val(&serving);
+        assert!(size <= 2048, "serve_http's future is {size} bytes");
+    }
+
+    #[test]
     fn per_connection_errors() {
         assert!(is_per_connection(&io::Error::from(
             io::ErrorKind::ConnectionAborted
