@@ -183,7 +183,7 @@ async fn legacy_stdio_server(
                 })))
                 .await
             }
-            "ping" | "logging/setLevel" | "resources/subscribe" => {
+            "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
                 peer.send(reply(json!({}))).await;
                 if method == "resources/subscribe" {
                     let uri = message["params"]["uri"].clone();
@@ -431,6 +431,72 @@ async fn pinned_legacy_skips_the_probe_and_subscribes_to_resources() {
         matches!(&update, ServerNotification::ResourceUpdated { uri } if uri == "file:///watched"),
         "{update:?}"
     );
+}
+
+/// The URIs of the `resources/unsubscribe` requests among `messages`.
+fn unsubscribed(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "resources/unsubscribe")
+        .map(|m| m["params"]["uri"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn dropping_a_subscription_unsubscribes_from_what_nothing_else_watches() {
+    let seen = Shared::default();
+    let (client, mut rx) = stdio_pair(
+        builder(&seen).era(Era::Legacy),
+        Probe::MethodNotFound,
+        "2025-11-25",
+    )
+    .await;
+    let client = client.unwrap();
+    let watch = |uris: &[&str]| SubscriptionFilter {
+        resource_subscriptions: Some(uris.iter().map(|u| u.to_string()).collect()),
+        ..Default::default()
+    };
+    let narrow = client.subscribe(watch(&["file:///a"])).await.unwrap();
+    let wide = client
+        .subscribe(watch(&["file:///a", "file:///b"]))
+        .await
+        .unwrap();
+    let mut log = drain(&mut rx);
+    let subscribed: Vec<&Value> = log
+        .iter()
+        .filter(|m| m["method"] == "resources/subscribe")
+        .map(|m| &m["params"]["uri"])
+        .collect();
+    assert_eq!(
+        subscribed,
+        [
+            &json!("file:///a"),
+            &json!("file:///a"),
+            &json!("file:///b")
+        ]
+    );
+
+    // `wide` still watches file:///a. The unsubscribing task runs while the ping waits for
+    // its answer (this runtime has one thread), so the log after it shows what it sent.
+    drop(narrow);
+    client.ping().await.unwrap();
+    log.extend(drain(&mut rx));
+    assert_eq!(unsubscribed(&log), Vec::<String>::new());
+
+    drop(wide);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while unsubscribed(&log).len() < 2 {
+        let message = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("resources/unsubscribe for both URIs")
+            .unwrap();
+        log.push(message);
+    }
+    client.ping().await.unwrap();
+    log.extend(drain(&mut rx));
+    let mut gone = unsubscribed(&log);
+    gone.sort();
+    assert_eq!(gone, ["file:///a", "file:///b"]);
 }
 
 // ------------------------------------------------------------------ an HTTP legacy peer

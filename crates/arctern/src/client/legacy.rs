@@ -14,7 +14,7 @@
 //!   arrive on the session — the HTTP `GET` stream or stdio — and go to the [`Hub`];
 //! - over HTTP the transport keeps the `Mcp-Session-Id` and ends the session with `DELETE`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 
 use arctern_types::capabilities::ServerCapabilities;
@@ -23,7 +23,7 @@ use arctern_types::jsonrpc::{
 };
 use arctern_types::legacy::{
     InitializeRequestParams, InitializeResult, ServerRequest, SetLevelRequestParams,
-    SubscribeRequestParams, client_capabilities_for,
+    SubscribeRequestParams, UnsubscribeRequestParams, client_capabilities_for,
 };
 use arctern_types::logging::LoggingLevel;
 use arctern_types::methods;
@@ -61,6 +61,10 @@ const SUBSCRIPTION_BUFFER: usize = 256;
 pub(crate) struct Hub {
     observer: Observer,
     subscribers: Mutex<Vec<Subscriber>>,
+    /// Held while `resources/subscribe` or `resources/unsubscribe` requests are sent, so that
+    /// a subscription opening and another one closing cannot interleave their requests and
+    /// leave the server unsubscribed from a URI somebody still watches.
+    resource_requests: tokio::sync::Mutex<()>,
 }
 
 struct Subscriber {
@@ -100,6 +104,7 @@ impl Hub {
         Hub {
             observer,
             subscribers: Mutex::new(Vec::new()),
+            resource_requests: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -133,6 +138,17 @@ impl Hub {
                 }
             }
         }
+    }
+
+    /// The resource URIs that the open subscriptions watch (closed ones are forgotten).
+    fn watched_uris(&self) -> HashSet<String> {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        subscribers.retain(|s| !s.tx.is_closed());
+        subscribers
+            .iter()
+            .flat_map(|s| s.filter.resource_subscriptions.iter().flatten())
+            .cloned()
+            .collect()
     }
 
     fn add(&self, filter: SubscriptionFilter) -> MessageStream {
@@ -463,21 +479,73 @@ impl Client {
     ) -> Result<Subscription> {
         let caps = self.negotiated().capabilities.clone().unwrap_or_default();
         let acknowledged = legacy_filter(&filter, &caps);
+        let uris: Vec<String> = acknowledged
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        let _serialized = self.inner.hub.resource_requests.lock().await;
         // Listening starts before the first `resources/subscribe`, so that an update sent
-        // right after it is not missed. Dropped on error, the stream is forgotten.
+        // right after it is not missed. The subscription exists before the requests too: if
+        // one fails, dropping it unsubscribes from what was subscribed so far.
         let stream = self.inner.hub.add(acknowledged.clone());
-        for uri in acknowledged.resource_subscriptions.iter().flatten() {
+        let id = arctern_types::jsonrpc::RequestId::Number(self.next_id());
+        let hook: ChangeHook = self.change_hook();
+        let mut subscription = Subscription::local(id, acknowledged, stream, Some(hook));
+        if !uris.is_empty() {
+            subscription.on_drop(self.unsubscribe_on_drop(uris.clone()));
+        }
+        for uri in uris {
             let _: (Value, _) = self
                 .request(
                     methods::legacy::RESOURCES_SUBSCRIBE,
-                    &SubscribeRequestParams::new(uri.clone()),
+                    &SubscribeRequestParams::new(uri),
                     &Observer::default(),
                 )
                 .await?;
         }
-        let id = arctern_types::jsonrpc::RequestId::Number(self.next_id());
-        let hook: ChangeHook = self.change_hook();
-        Ok(Subscription::local(id, acknowledged, stream, Some(hook)))
+        Ok(subscription)
+    }
+
+    /// What a closed legacy subscription leaves behind: a task that sends
+    /// `resources/unsubscribe` for each of `uris` that no open subscription still watches.
+    /// Nothing is sent once the client is gone (its session ends with it) or outside a
+    /// Tokio runtime.
+    fn unsubscribe_on_drop(&self, uris: Vec<String>) -> Box<dyn FnOnce() + Send> {
+        let client = Arc::downgrade(&self.inner);
+        Box::new(move || {
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            runtime.spawn(async move {
+                let Some(inner) = client.upgrade() else {
+                    return;
+                };
+                Client { inner }.unsubscribe_unwatched(uris).await;
+            });
+        })
+    }
+
+    async fn unsubscribe_unwatched(&self, uris: Vec<String>) {
+        let _serialized = self.inner.hub.resource_requests.lock().await;
+        let watched = self.inner.hub.watched_uris();
+        let unwatched: HashSet<String> = uris
+            .into_iter()
+            .filter(|uri| !watched.contains(uri))
+            .collect();
+        for uri in unwatched {
+            let sent: Result<(Value, _)> = self
+                .request(
+                    methods::legacy::RESOURCES_UNSUBSCRIBE,
+                    &UnsubscribeRequestParams::new(uri.clone()),
+                    &Observer::default(),
+                )
+                .await;
+            if let Err(e) = sent {
+                tracing::debug!(%uri, error = %e, "resources/unsubscribe failed");
+            }
+        }
     }
 }
 

@@ -126,12 +126,25 @@ pub(crate) type ChangeHook = Arc<dyn Fn(&ServerNotification) + Send + Sync>;
 /// error of kind [`Transport`](crate::ErrorKind::Transport) or
 /// [`Closed`](crate::ErrorKind::Closed) and then ends if the connection breaks (a client may
 /// then subscribe again). Dropping it ends the subscription (HTTP: the stream is closed;
-/// stdio: `notifications/cancelled` is sent).
+/// stdio: `notifications/cancelled` is sent; a legacy session: `resources/unsubscribe` is
+/// sent, in a task of the current runtime, for each of its resources that no other open
+/// subscription of the client watches).
 pub struct Subscription {
     id: RequestId,
     acknowledged: SubscriptionFilter,
     stream: Option<MessageStream>,
     hook: Option<ChangeHook>,
+    /// Run once when dropped, after the stream is closed (legacy sessions unsubscribe here).
+    on_drop: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.stream = None;
+        if let Some(on_drop) = self.on_drop.take() {
+            on_drop();
+        }
+    }
 }
 
 impl fmt::Debug for Subscription {
@@ -173,6 +186,7 @@ impl Subscription {
                         acknowledged: ack.notifications,
                         stream: Some(stream),
                         hook,
+                        on_drop: None,
                     });
                 }
                 JsonRpcMessage::Error(e) => return Err(Error::protocol(e.error)),
@@ -203,7 +217,13 @@ impl Subscription {
             acknowledged,
             stream: Some(stream),
             hook,
+            on_drop: None,
         }
+    }
+
+    /// Runs `f` once when this subscription is dropped, after its stream is closed.
+    pub(crate) fn on_drop(&mut self, f: Box<dyn FnOnce() + Send>) {
+        self.on_drop = Some(f);
     }
 
     /// The JSON-RPC id of the `subscriptions/listen` request (every notification of this
