@@ -5,7 +5,7 @@
 # fresh server process per run pinned to one core, the load generator pinned to the other
 # (except the rows that put both on the server's core on purpose) — and prints a Markdown
 # table of absolute figures and ratios, also written to bench/results/latest.md and
-# bench/results/latest.json. The default run takes about 12 minutes.
+# bench/results/latest.json. The default run takes about 13 minutes.
 #
 # Usage: bench/run.sh [--quick] [--duration S] [--warmup S] [--repeat N]
 #                     [--pairs N] [--pair-duration S]
@@ -18,9 +18,11 @@
 #   --duration       measured seconds per row (default 10)
 #   --warmup         warm-up seconds per row (default 2)
 #   --repeat         process starts timed per server and transport (default 5)
-#   --pairs          interleaved pairs of arctern runs with 2 and with 100 tools registered
-#                    (echo, 32 connections) for the "no drop with 100 tools" target, which
-#                    compares their medians (default 3; 0: compare the single rows instead)
+#   --pairs          interleaved pairs of runs for two targets, each using the median of
+#                    its pairs' ratios (default 3; 0: compare the single rows instead):
+#                    arctern with 2 then with 100 tools registered (echo, 32 connections)
+#                    for "no drop with 100 tools", and arctern then rmcp over stdio (32 in
+#                    flight) for "stdio ≥ 2× rmcp"
 #   --pair-duration  measured seconds per interleaved run (default 5)
 #   --peers          servers to measure (default: all)
 #   --scenarios      scenario groups to run (default: all)
@@ -33,7 +35,8 @@
 #                      confirm  HTTP 2-round confirm flow at 1 and 32 connections
 #                      many     100 tools registered: tools/list at 32, echo at 1 and 32, and
 #                               the interleaved 2-tool / 100-tool pairs (see --pairs)
-#                      stdio    stdio echo with 1 and 32 requests in flight
+#                      stdio    stdio echo with 1 and 32 requests in flight, and the
+#                               interleaved arctern / rmcp pairs at 32 (see --pairs)
 #                      startup  process start to first answered request (HTTP and stdio)
 #                      micro    criterion: envelope parse/serialize, seal, unseal
 #   --no-build       use the binaries already built
@@ -179,11 +182,13 @@ floor_run() {
     wait "$pid" 2>/dev/null || true
 }
 
+# stdio_run PEER INFLIGHT [SCENARIO]: one fresh server over stdio, one measured run
+# (RUN_DURATION overrides the duration).
 stdio_run() {
-    local peer=$1 inflight=$2
+    local peer=$1 inflight=$2 scenario=${3:-stdio}
     # shellcheck disable=SC2046
-    taskset -c "$LOAD_CPU" "$TARGET/load" stdio --peer "$peer" --inflight "$inflight" \
-        --duration "$DURATION" --warmup "$WARMUP" --out "$RUNS" \
+    taskset -c "$LOAD_CPU" "$TARGET/load" stdio --peer "$peer" --scenario "$scenario" \
+        --inflight "$inflight" --duration "$(run_duration)" --warmup "$WARMUP" --out "$RUNS" \
         -- taskset -c "$SERVER_CPU" $(server_cmd "$peer" --stdio) 2>>"$LOG" || FAILED=1
 }
 
@@ -256,6 +261,13 @@ if has "$SCENARIOS" stdio; then
             stdio_run "$peer" "$inflight"
         done
     done
+    if has "$PEERS" arctern && has "$PEERS" rmcp && [ "$PAIRS" -gt 0 ]; then
+        say "stdio arctern vs rmcp: $PAIRS interleaved pairs (32 in flight)"
+        for _ in $(seq "$PAIRS"); do
+            RUN_DURATION=$PAIR_DURATION stdio_run arctern 32 stdio-pair
+            RUN_DURATION=$PAIR_DURATION stdio_run rmcp 32 stdio-pair
+        done
+    fi
 fi
 
 if has "$SCENARIOS" startup; then

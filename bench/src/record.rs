@@ -15,8 +15,8 @@ pub struct RunRecord {
     pub peer: String,
     /// The scenario: `echo`, `echo-samecore` (the load generator on the server's core),
     /// `confirm`, `list100`, `echo100`, `echo-pair` and `echo100-pair` (the interleaved
-    /// 2-tool / 100-tool comparison), `stdio`, `startup-http`, `startup-stdio`, `floor`,
-    /// `floor-samecore`.
+    /// 2-tool / 100-tool comparison), `stdio`, `stdio-pair` (the interleaved arctern / rmcp
+    /// comparison), `startup-http`, `startup-stdio`, `floor`, `floor-samecore`.
     pub scenario: String,
     /// Connections (HTTP), requests in flight (stdio), or repetitions (startup).
     pub concurrency: u32,

@@ -82,6 +82,42 @@ const PAIR_TWO: &str = "echo-pair";
 const PAIR_MANY: &str = "echo100-pair";
 const PAIR_CONNS: u32 = 32;
 
+/// The interleaved runs of arctern and rmcp over stdio (32 requests in flight).
+const STDIO_PAIR: &str = "stdio-pair";
+const STDIO_PAIR_INFLIGHT: u32 = 32;
+
+/// The runs of one side of an interleaved comparison, and how the report names it.
+#[derive(Clone, Copy)]
+struct Series {
+    peer: &'static str,
+    scenario: &'static str,
+    label: &'static str,
+}
+
+/// The 100-tool comparison: 100 tools (the subject) against 2 tools, which run first.
+const MANY_TOOLS: Series = Series {
+    peer: "arctern",
+    scenario: PAIR_MANY,
+    label: "100 tools",
+};
+const TWO_TOOLS: Series = Series {
+    peer: "arctern",
+    scenario: PAIR_TWO,
+    label: "2 tools",
+};
+
+/// The stdio comparison: arctern (the subject, run first) against rmcp.
+const STDIO_ARCTERN: Series = Series {
+    peer: "arctern",
+    scenario: STDIO_PAIR,
+    label: "arctern",
+};
+const STDIO_RMCP: Series = Series {
+    peer: "rmcp",
+    scenario: STDIO_PAIR,
+    label: "rmcp",
+};
+
 #[derive(Serialize)]
 struct Target {
     target: String,
@@ -103,6 +139,8 @@ struct Report<'a> {
     latency_floor: LatencyFloor,
     /// arctern's interleaved 2-tool / 100-tool runs at 32 connections, if run.
     interleaved_many_tools: Option<Interleaved>,
+    /// The interleaved arctern / rmcp stdio runs at 32 in flight, if run.
+    interleaved_stdio: Option<Interleaved>,
     targets: &'a [Target],
 }
 
@@ -141,82 +179,205 @@ impl LatencyFloor {
     }
 }
 
-/// Medians over arctern's interleaved runs with 2 and with 100 tools.
+/// Medians over interleaved pairs of runs: the n-th run of one side and the n-th run of the
+/// other ran one right after the other (a fresh server each), so each pair's ratio cancels
+/// slow drifts of the machine.
 #[derive(Serialize)]
 struct Interleaved {
-    /// Successful 2-tool runs.
-    runs_two: usize,
-    /// Successful 100-tool runs.
-    runs_many: usize,
-    /// Calls per second of each pair's runs, in the order run: (2 tools, 100 tools).
-    pairs_calls_per_s: Vec<(f64, f64)>,
-    /// Server CPU per call (µs) of each pair's runs: (2 tools, 100 tools).
-    pairs_cpu_us_per_call: Vec<(f64, f64)>,
-    median_two_calls_per_s: f64,
-    median_many_calls_per_s: f64,
-    /// (max − min) / median of the 2-tool runs' throughput.
-    spread_two: f64,
-    /// (max − min) / median of the 100-tool runs' throughput.
-    spread_many: f64,
-    /// 100-tool / 2-tool throughput of each pair.
+    /// The side whose throughput is the numerator of the ratios (100 tools; arctern).
+    subject: Side,
+    /// The side it is compared with (2 tools; rmcp).
+    reference: Side,
+    /// Whether the subject's run comes first in each pair (tables list the sides in run
+    /// order).
+    subject_first: bool,
+    /// Connections (HTTP) or requests in flight (stdio) of every run.
+    concurrency: u32,
+    /// The complete pairs (both runs without errors), in the order run.
+    pairs: Vec<Pair>,
+    /// subject / reference throughput of each complete pair.
     pair_ratios: Vec<f64>,
     /// The median of `pair_ratios` (the figure the target uses: each ratio compares two
     /// runs made one after the other, which cancels slow drifts of the machine), or the ratio
     /// of the medians when no pair is complete.
     ratio: f64,
-    /// median 100-tool throughput / median 2-tool throughput.
+    /// median subject throughput / median reference throughput.
     ratio_of_medians: f64,
-    /// median 100-tool CPU per call / median 2-tool CPU per call, when measured.
+    /// median subject CPU per call / median reference CPU per call, when measured.
     cpu_ratio: Option<f64>,
+    /// Measured seconds of one run.
     duration_s: f64,
 }
 
-impl Interleaved {
-    /// `None` unless at least one 2-tool and one 100-tool run succeeded.
-    fn new(runs: &Runs) -> Option<Interleaved> {
-        let two = runs.all_of("arctern", PAIR_TWO, PAIR_CONNS);
-        let many = runs.all_of("arctern", PAIR_MANY, PAIR_CONNS);
-        let ok = |rs: &[&RunRecord], f: fn(&RunRecord) -> f64| -> Vec<f64> {
-            rs.iter().filter(|r| r.ok()).map(|r| f(r)).collect()
-        };
-        let (thr_two, thr_many) = (ok(&two, |r| r.calls_per_s), ok(&many, |r| r.calls_per_s));
-        let cpu = |r: &RunRecord| r.server_cpu_us_per_call;
-        let (cpu_two, cpu_many) = (ok(&two, cpu), ok(&many, cpu));
-        let median_two = median(&thr_two)?;
-        let median_many = median(&thr_many)?;
-        // The n-th 2-tool run and the n-th 100-tool run ran one after the other.
-        let pairs: Vec<(&RunRecord, &RunRecord)> = two
+/// The successful runs of one side of an interleaved comparison.
+#[derive(Serialize)]
+struct Side {
+    /// The server measured.
+    peer: &'static str,
+    /// The scenario's name in the runs.
+    scenario: &'static str,
+    /// How the report names this side.
+    label: &'static str,
+    /// Successful runs.
+    runs: usize,
+    /// Median calls per second of the successful runs.
+    median_calls_per_s: f64,
+    /// (max − min) / median of the successful runs' throughput.
+    spread: f64,
+    /// Median server CPU per call (µs) of the successful runs, when measured.
+    median_cpu_us_per_call: Option<f64>,
+}
+
+impl Side {
+    /// `None` unless at least one of `all` succeeded.
+    fn new(series: Series, all: &[&RunRecord]) -> Option<Side> {
+        let ok: Vec<&RunRecord> = all.iter().copied().filter(|r| r.ok()).collect();
+        let thr: Vec<f64> = ok.iter().map(|r| r.calls_per_s).collect();
+        let cpu: Vec<f64> = ok
             .iter()
-            .zip(&many)
-            .filter(|(a, b)| a.ok() && b.ok())
-            .map(|(a, b)| (*a, *b))
+            .map(|r| r.server_cpu_us_per_call)
+            .filter(|&us| us > 0.0)
+            .collect();
+        let median_calls_per_s = median(&thr)?;
+        Some(Side {
+            peer: series.peer,
+            scenario: series.scenario,
+            label: series.label,
+            runs: thr.len(),
+            median_calls_per_s,
+            spread: spread(&thr, median_calls_per_s),
+            median_cpu_us_per_call: median(&cpu),
+        })
+    }
+}
+
+/// One complete pair of an interleaved comparison.
+#[derive(Serialize)]
+struct Pair {
+    /// The subject's calls per second.
+    subject_calls_per_s: f64,
+    /// The reference's calls per second.
+    reference_calls_per_s: f64,
+    /// The subject's server CPU per call (µs; 0 when unknown).
+    subject_cpu_us_per_call: f64,
+    /// The reference's server CPU per call (µs; 0 when unknown).
+    reference_cpu_us_per_call: f64,
+}
+
+impl Interleaved {
+    /// `None` unless at least one run of each side succeeded.
+    fn new(
+        runs: &Runs,
+        subject: Series,
+        reference: Series,
+        subject_first: bool,
+        concurrency: u32,
+    ) -> Option<Interleaved> {
+        let subject_runs = runs.all_of(subject.peer, subject.scenario, concurrency);
+        let reference_runs = runs.all_of(reference.peer, reference.scenario, concurrency);
+        // The n-th run of each side belong to the same pair; a failed run drops its pair.
+        let pairs: Vec<Pair> = subject_runs
+            .iter()
+            .zip(&reference_runs)
+            .filter(|(s, r)| s.ok() && r.ok())
+            .map(|(s, r)| Pair {
+                subject_calls_per_s: s.calls_per_s,
+                reference_calls_per_s: r.calls_per_s,
+                subject_cpu_us_per_call: s.server_cpu_us_per_call,
+                reference_cpu_us_per_call: r.server_cpu_us_per_call,
+            })
             .collect();
         let pair_ratios: Vec<f64> = pairs
             .iter()
-            .map(|(a, b)| b.calls_per_s / a.calls_per_s)
+            .map(|p| p.subject_calls_per_s / p.reference_calls_per_s)
             .collect();
-        let positive = |v: Vec<f64>| v.into_iter().filter(|&x| x > 0.0).collect::<Vec<_>>();
+        let duration_s = reference_runs
+            .iter()
+            .chain(&subject_runs)
+            .find(|r| r.ok())
+            .map_or(0.0, |r| r.duration_s);
+        let subject = Side::new(subject, &subject_runs)?;
+        let reference = Side::new(reference, &reference_runs)?;
+        let ratio_of_medians = subject.median_calls_per_s / reference.median_calls_per_s;
         Some(Interleaved {
-            runs_two: thr_two.len(),
-            runs_many: thr_many.len(),
-            pairs_calls_per_s: pairs
-                .iter()
-                .map(|(a, b)| (a.calls_per_s, b.calls_per_s))
-                .collect(),
-            pairs_cpu_us_per_call: pairs
-                .iter()
-                .map(|(a, b)| (a.server_cpu_us_per_call, b.server_cpu_us_per_call))
-                .collect(),
-            median_two_calls_per_s: median_two,
-            median_many_calls_per_s: median_many,
-            spread_two: spread(&thr_two, median_two),
-            spread_many: spread(&thr_many, median_many),
-            ratio: median(&pair_ratios).unwrap_or(median_many / median_two),
+            ratio: median(&pair_ratios).unwrap_or(ratio_of_medians),
+            ratio_of_medians,
+            cpu_ratio: ratio(
+                subject.median_cpu_us_per_call,
+                reference.median_cpu_us_per_call,
+            ),
+            subject,
+            reference,
+            subject_first,
+            concurrency,
+            pairs,
             pair_ratios,
-            ratio_of_medians: median_many / median_two,
-            cpu_ratio: ratio(median(&positive(cpu_many)), median(&positive(cpu_two))),
-            duration_s: two.first().map_or(0.0, |r| r.duration_s),
+            duration_s,
         })
+    }
+
+    /// arctern's 2-tool / 100-tool pairs (the 2-tool run first), if run.
+    fn many_tools(runs: &Runs) -> Option<Interleaved> {
+        Interleaved::new(runs, MANY_TOOLS, TWO_TOOLS, false, PAIR_CONNS)
+    }
+
+    /// The arctern / rmcp stdio pairs (the arctern run first), if run.
+    fn stdio(runs: &Runs) -> Option<Interleaved> {
+        Interleaved::new(runs, STDIO_ARCTERN, STDIO_RMCP, true, STDIO_PAIR_INFLIGHT)
+    }
+
+    /// The two sides in the order each pair ran them.
+    fn sides(&self) -> (&Side, &Side) {
+        if self.subject_first {
+            (&self.subject, &self.reference)
+        } else {
+            (&self.reference, &self.subject)
+        }
+    }
+
+    /// A pair's (calls per second, server CPU per call) of each side, in run order.
+    fn in_run_order(&self, p: &Pair) -> ((f64, f64), (f64, f64)) {
+        let subject = (p.subject_calls_per_s, p.subject_cpu_us_per_call);
+        let reference = (p.reference_calls_per_s, p.reference_cpu_us_per_call);
+        if self.subject_first {
+            (subject, reference)
+        } else {
+            (reference, subject)
+        }
+    }
+
+    /// The start of a target's note: the pairs' ratios and their median, then the ratio
+    /// of the median throughputs with each side's spread.
+    fn pairs_note(&self) -> String {
+        let (first, second) = self.sides();
+        let side = |s: &Side| {
+            format!(
+                "{} {} calls/s, spread {:.1} % over {} runs",
+                s.label,
+                fmt_thr(s.median_calls_per_s),
+                100.0 * s.spread,
+                s.runs
+            )
+        };
+        format!(
+            "median of the per-pair ratios over {} pairs of interleaved {:.0}-s runs ({}, {}, \
+             {}, …): {} (pairs: {}); ratio of the median throughputs: {} ({}; {}; spread = \
+             (max − min) / median)",
+            self.pair_ratios.len(),
+            self.duration_s,
+            first.label,
+            second.label,
+            first.label,
+            fmt_ratio(Some(self.ratio)),
+            self.pair_ratios
+                .iter()
+                .map(|&r| fmt_ratio(Some(r)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            fmt_ratio(Some(self.ratio_of_medians)),
+            side(first),
+            side(second),
+        )
     }
 }
 
@@ -323,8 +484,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => Value::Null,
     };
     let floor = LatencyFloor::new(&runs);
-    let interleaved = Interleaved::new(&runs);
-    let targets = targets(&runs, &micro, &floor, interleaved.as_ref());
+    let many_pairs = Interleaved::many_tools(&runs);
+    let stdio_pairs = Interleaved::stdio(&runs);
+    let targets = targets(
+        &runs,
+        &micro,
+        &floor,
+        many_pairs.as_ref(),
+        stdio_pairs.as_ref(),
+    );
     let failed: Vec<String> = runs
         .all
         .iter()
@@ -348,7 +516,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &runs,
         &micro,
         &targets,
-        interleaved.as_ref(),
+        many_pairs.as_ref(),
+        stdio_pairs.as_ref(),
         &machine,
         &failed,
     );
@@ -359,7 +528,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         failed_runs: failed,
         micro_ns: &micro,
         latency_floor: floor,
-        interleaved_many_tools: interleaved,
+        interleaved_many_tools: many_pairs,
+        interleaved_stdio: stdio_pairs,
         targets: &targets,
     };
     std::fs::write(&cli.json, serde_json::to_string_pretty(&report)? + "\n")?;
@@ -413,7 +583,8 @@ fn targets(
     runs: &Runs,
     micro: &BTreeMap<String, f64>,
     floor: &LatencyFloor,
-    interleaved: Option<&Interleaved>,
+    many_pairs: Option<&Interleaved>,
+    stdio_pairs: Option<&Interleaved>,
 ) -> Vec<Target> {
     let thr = |peer, scenario, c| runs.ok(peer, scenario, c).map(|r| r.calls_per_s);
     let p50 = |peer, scenario, c| runs.ok(peer, scenario, c).map(|r| r.p50_us);
@@ -527,13 +698,47 @@ fn targets(
             ))
         ),
     ));
-    let stdio = ratio(thr("arctern", "stdio", 32), thr("rmcp", "stdio", 32));
+    let single = ratio(thr("arctern", "stdio", 32), thr("rmcp", "stdio", 32));
+    // The pairs decide only once one is complete; until then, the single rows do.
+    let (stdio, stdio_note) = match stdio_pairs.filter(|i| !i.pairs.is_empty()) {
+        Some(i) => {
+            let cpu = match (
+                i.subject.median_cpu_us_per_call,
+                i.reference.median_cpu_us_per_call,
+            ) {
+                (Some(a), Some(r)) => format!(
+                    "server CPU per call (medians): arctern {a:.1} µs, rmcp {r:.1} µs ({} \
+                     cheaper)",
+                    fmt_ratio(Some(r / a))
+                ),
+                _ => "server CPU per call not measured".into(),
+            };
+            let rows = match (single, runs.ok("arctern", "stdio", 32)) {
+                (Some(_), Some(r)) => {
+                    format!(
+                        "the single {:.0}-s rows: {}",
+                        r.duration_s,
+                        fmt_ratio(single)
+                    )
+                }
+                _ => "the single rows: –".into(),
+            };
+            (Some(i.ratio), format!("{}; {cpu}; {rows}", i.pairs_note()))
+        }
+        None => (
+            single,
+            match cpu_note("stdio", 32) {
+                c if c.is_empty() => "one run each (no complete interleaved pair)".into(),
+                c => format!("one run each (no complete interleaved pair); {c}"),
+            },
+        ),
+    };
     out.push(check(
         "stdio throughput at 32 in flight vs rmcp",
         stdio,
         "≥ 2.00×".into(),
         |r| r >= 2.0,
-        cpu_note("stdio", 32),
+        stdio_note,
     ));
     let single = ratio(thr("arctern", "echo100", 32), thr("arctern", "echo", 32));
     let at_1 = format!(
@@ -543,31 +748,13 @@ fn targets(
             thr("arctern", "echo", 1)
         ))
     );
-    let (many, many_note) = match interleaved {
+    let (many, many_note) = match many_pairs {
         Some(i) => (
             Some(i.ratio),
             format!(
-                "median of the per-pair ratios over {} pairs of interleaved {:.0}-s runs (2 \
-                 tools, 100 tools, 2 tools, …): {} (pairs: {}); ratio of the median \
-                 throughputs: {} (2 tools {} calls/s, spread {:.1} % over {} runs; 100 tools \
-                 {} calls/s, spread {:.1} % over {} runs; spread = (max − min) / median); \
-                 server CPU per call with 100 tools vs 2 (medians): {}; the single {:.0}-s \
+                "{}; server CPU per call with 100 tools vs 2 (medians): {}; the single {:.0}-s \
                  rows: {}; {at_1}",
-                i.pair_ratios.len(),
-                i.duration_s,
-                fmt_ratio(Some(i.ratio)),
-                i.pair_ratios
-                    .iter()
-                    .map(|&r| fmt_ratio(Some(r)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                fmt_ratio(Some(i.ratio_of_medians)),
-                fmt_thr(i.median_two_calls_per_s),
-                100.0 * i.spread_two,
-                i.runs_two,
-                fmt_thr(i.median_many_calls_per_s),
-                100.0 * i.spread_many,
-                i.runs_many,
+                i.pairs_note(),
                 fmt_ratio(i.cpu_ratio),
                 runs.ok("arctern", "echo", 32).map_or(0.0, |r| r.duration_s),
                 fmt_ratio(single),
@@ -734,7 +921,8 @@ fn markdown(
     runs: &Runs,
     micro: &BTreeMap<String, f64>,
     targets: &[Target],
-    interleaved: Option<&Interleaved>,
+    many_pairs: Option<&Interleaved>,
+    stdio_pairs: Option<&Interleaved>,
     machine: &Value,
     failed: &[String],
 ) -> String {
@@ -839,8 +1027,29 @@ fn markdown(
     }
 
     latency_floor_table(&mut md, runs, machine);
-    if let Some(i) = interleaved {
-        interleaved_table(&mut md, i);
+    if let Some(i) = many_pairs {
+        let _ = writeln!(
+            md,
+            "\n### 100 tools vs 2 tools, interleaved (arctern, {PAIR_CONNS} connections)\n\n\
+             Alternating runs of {:.0} s with 2 tools and with 100 tools registered (a fresh \
+             server each). Each pair is a 2-tool run and the 100-tool run right after it, so a \
+             slow drift of the machine hits both alike; the target uses the median of the \
+             pairs' ratios. Each cell: calls per second (server CPU per call).\n",
+            i.duration_s
+        );
+        interleaved_table(&mut md, i, "100 / 2");
+    }
+    if let Some(i) = stdio_pairs {
+        let _ = writeln!(
+            md,
+            "\n### stdio at {STDIO_PAIR_INFLIGHT} in flight, interleaved (arctern vs rmcp)\n\n\
+             Alternating runs of {:.0} s of arctern and of rmcp over stdio (a fresh server \
+             each). Each pair is an arctern run and the rmcp run right after it, so a slow \
+             drift of the machine hits both alike; the target uses the median of the pairs' \
+             ratios. Each cell: calls per second (server CPU per call).\n",
+            i.duration_s
+        );
+        interleaved_table(&mut md, i, "arctern / rmcp");
     }
 
     let _ = writeln!(md, "\n### Start-up and memory\n");
@@ -1003,41 +1212,34 @@ fn latency_floor_table(md: &mut String, runs: &Runs, machine: &Value) {
     }
 }
 
-/// arctern's interleaved 2-tool / 100-tool runs at 32 connections.
-fn interleaved_table(md: &mut String, i: &Interleaved) {
+/// The pairs of an interleaved comparison, one line each, the sides in run order, then the
+/// medians; the caller writes the heading.
+fn interleaved_table(md: &mut String, i: &Interleaved, ratio_header: &str) {
+    let (first, second) = i.sides();
     let _ = writeln!(
         md,
-        "\n### 100 tools vs 2 tools, interleaved (arctern, {PAIR_CONNS} connections)\n\n\
-         Alternating runs of {:.0} s with 2 tools and with 100 tools registered (a fresh server \
-         each). Each pair is a 2-tool run and the 100-tool run right after it, so a slow drift \
-         of the machine hits both alike; the target uses the median of the pairs' ratios. \
-         Each cell: calls per second (server CPU per call).\n",
-        i.duration_s
+        "| pair | {} | {} | {ratio_header} |",
+        first.label, second.label
     );
-    let _ = writeln!(md, "| pair | 2 tools | 100 tools | 100 / 2 |");
     let _ = writeln!(md, "|---|---:|---:|---:|");
-    for (n, (&(two, many), &(cpu_two, cpu_many))) in i
-        .pairs_calls_per_s
-        .iter()
-        .zip(&i.pairs_cpu_us_per_call)
-        .enumerate()
-    {
+    for (n, (p, r)) in i.pairs.iter().zip(&i.pair_ratios).enumerate() {
+        let ((thr_a, cpu_a), (thr_b, cpu_b)) = i.in_run_order(p);
         let _ = writeln!(
             md,
-            "| {} | {} ({cpu_two:.1} µs) | {} ({cpu_many:.1} µs) | {} |",
+            "| {} | {} ({cpu_a:.1} µs) | {} ({cpu_b:.1} µs) | {} |",
             n + 1,
-            fmt_thr(two),
-            fmt_thr(many),
-            fmt_ratio(Some(many / two)),
+            fmt_thr(thr_a),
+            fmt_thr(thr_b),
+            fmt_ratio(Some(*r)),
         );
     }
     let _ = writeln!(
         md,
         "| median (spread) | {} ({:.1} %) | {} ({:.1} %) | {} ({:.1} %) |",
-        fmt_thr(i.median_two_calls_per_s),
-        100.0 * i.spread_two,
-        fmt_thr(i.median_many_calls_per_s),
-        100.0 * i.spread_many,
+        fmt_thr(first.median_calls_per_s),
+        100.0 * first.spread,
+        fmt_thr(second.median_calls_per_s),
+        100.0 * second.spread,
         fmt_ratio(Some(i.ratio)),
         100.0 * spread(&i.pair_ratios, i.ratio),
     );
@@ -1047,4 +1249,223 @@ fn interleaved_table(md: &mut String, i: &Interleaved) {
          median throughputs is {}.",
         fmt_ratio(Some(i.ratio_of_medians))
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run with `errors` errors (0: a successful run).
+    fn run(
+        peer: &str,
+        scenario: &str,
+        c: u32,
+        calls_per_s: f64,
+        cpu: f64,
+        errors: u64,
+    ) -> RunRecord {
+        RunRecord {
+            peer: peer.into(),
+            scenario: scenario.into(),
+            concurrency: c,
+            duration_s: 5.0,
+            calls: (calls_per_s * 5.0) as u64,
+            requests_per_call: 1,
+            errors,
+            calls_per_s,
+            server_cpu_us_per_call: cpu,
+            ..RunRecord::default()
+        }
+    }
+
+    fn pair(arctern: f64, rmcp: f64) -> [RunRecord; 2] {
+        [
+            run("arctern", STDIO_PAIR, 32, arctern, 5.0, 0),
+            run("rmcp", STDIO_PAIR, 32, rmcp, 10.0, 0),
+        ]
+    }
+
+    /// The single 10-s stdio rows at 32 in flight: 1.95× apart.
+    fn single_rows() -> Vec<RunRecord> {
+        let mut a = run("arctern", "stdio", 32, 195_000.0, 6.0, 0);
+        let mut r = run("rmcp", "stdio", 32, 100_000.0, 12.0, 0);
+        a.duration_s = 10.0;
+        r.duration_s = 10.0;
+        vec![a, r]
+    }
+
+    fn stdio_target(runs: &Runs) -> Target {
+        let pairs = Interleaved::stdio(runs);
+        targets(
+            runs,
+            &BTreeMap::new(),
+            &LatencyFloor::new(runs),
+            None,
+            pairs.as_ref(),
+        )
+        .into_iter()
+        .find(|t| t.target == "stdio throughput at 32 in flight vs rmcp")
+        .unwrap()
+    }
+
+    fn approx(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn stdio_pairs_match_in_run_order_and_the_target_takes_the_median_ratio() {
+        // Other rows between the pairs, as in a real run, must not disturb the matching.
+        let mut all = single_rows();
+        for (a, r) in [
+            (220_000.0, 100_000.0),
+            (150_000.0, 75_000.0),
+            (190_000.0, 100_000.0),
+        ] {
+            all.extend(pair(a, r));
+            all.push(run("arctern", "stdio", 1, 11_000.0, 40.0, 0));
+        }
+        let runs = Runs { all };
+        let i = Interleaved::stdio(&runs).unwrap();
+        assert_eq!(i.pairs.len(), 3);
+        assert_eq!(i.pairs[1].subject_calls_per_s, 150_000.0);
+        assert_eq!(i.pairs[1].reference_calls_per_s, 75_000.0);
+        assert_eq!(i.pair_ratios, vec![2.2, 2.0, 1.9]);
+        assert_eq!(i.ratio, 2.0);
+        // The medians (190,000 and 100,000) give another figure: the ratio of the medians.
+        assert!(approx(i.ratio_of_medians, 1.9));
+        assert_eq!(i.cpu_ratio, Some(0.5));
+        assert_eq!((i.subject.runs, i.reference.runs), (3, 3));
+        assert!(approx(i.subject.spread, 70_000.0 / 190_000.0));
+
+        let t = stdio_target(&runs);
+        assert_eq!(t.measured, Some(2.0));
+        assert_eq!(t.met, Some(true));
+        assert!(t.note.starts_with(
+            "median of the per-pair ratios over 3 pairs of interleaved 5-s runs (arctern, rmcp, \
+             arctern, …): 2.00× (pairs: 2.20×, 2.00×, 1.90×); ratio of the median throughputs: \
+             1.90× (arctern 190,000 calls/s, spread 36.8 % over 3 runs; rmcp 100,000 calls/s, \
+             spread 25.0 % over 3 runs;"
+        ));
+        assert!(t.note.contains(
+            "server CPU per call (medians): arctern 5.0 µs, rmcp 10.0 µs (2.00× cheaper)"
+        ));
+        assert!(
+            t.note.ends_with("the single 10-s rows: 1.95×"),
+            "{}",
+            t.note
+        );
+    }
+
+    #[test]
+    fn a_failed_run_drops_its_pair_only() {
+        let mut all = Vec::new();
+        all.extend(pair(220_000.0, 100_000.0));
+        let [mut a, r] = pair(300_000.0, 100_000.0);
+        a.errors = 2;
+        all.extend([a, r]);
+        let [a, mut r] = pair(190_000.0, 100_000.0);
+        r.errors = 1;
+        all.extend([a, r]);
+        all.extend(pair(180_000.0, 100_000.0));
+        let runs = Runs { all };
+        let i = Interleaved::stdio(&runs).unwrap();
+        assert_eq!(i.pair_ratios, vec![2.2, 1.8]);
+        assert!(approx(i.ratio, 2.0));
+        // Each side's medians count its own successful runs, failed ones left out.
+        assert_eq!((i.subject.runs, i.reference.runs), (3, 3));
+        assert_eq!(i.subject.median_calls_per_s, 190_000.0);
+        let t = stdio_target(&runs);
+        assert!(approx(t.measured.unwrap(), 2.0));
+        assert!(t.note.contains("over 2 pairs"), "{}", t.note);
+        assert!(t.note.ends_with("the single rows: –"), "{}", t.note);
+    }
+
+    #[test]
+    fn without_a_complete_pair_the_target_uses_the_single_rows() {
+        // Each side has a successful run, but never in the same pair.
+        let mut all = single_rows();
+        let [a, mut r] = pair(220_000.0, 100_000.0);
+        r.errors = 3;
+        all.extend([a, r]);
+        let [mut a, r] = pair(200_000.0, 90_000.0);
+        a.errors = 1;
+        all.extend([a, r]);
+        let runs = Runs { all };
+        let i = Interleaved::stdio(&runs).unwrap();
+        assert!(i.pairs.is_empty());
+        let t = stdio_target(&runs);
+        assert!(approx(t.measured.unwrap(), 1.95));
+        assert_eq!(t.met, Some(false));
+        assert_eq!(
+            t.note,
+            "one run each (no complete interleaved pair); server CPU per call: arctern 6.0 µs, \
+             rmcp 12.0 µs (2.00× cheaper)"
+        );
+    }
+
+    #[test]
+    fn without_pairs_or_rows_the_stdio_target_is_missing() {
+        let runs = Runs { all: Vec::new() };
+        assert!(Interleaved::stdio(&runs).is_none());
+        let t = stdio_target(&runs);
+        assert_eq!(t.measured, None);
+        assert_eq!(t.met, None);
+        assert_eq!(t.note, "a run is missing or failed");
+    }
+
+    #[test]
+    fn the_100_tool_pairs_divide_100_tools_by_2() {
+        let mut all = Vec::new();
+        for (two, many) in [
+            (86_000.0, 81_700.0),
+            (85_000.0, 87_550.0),
+            (80_000.0, 72_000.0),
+        ] {
+            all.push(run("arctern", PAIR_TWO, 32, two, 11.0, 0));
+            all.push(run("arctern", PAIR_MANY, 32, many, 11.0, 0));
+        }
+        let runs = Runs { all };
+        let i = Interleaved::many_tools(&runs).unwrap();
+        let ratios: Vec<f64> = i.pair_ratios.iter().map(|r| (r * 100.0).round()).collect();
+        assert_eq!(ratios, vec![95.0, 103.0, 90.0]);
+        assert!(approx(i.ratio, 0.95));
+        assert_eq!(i.cpu_ratio, Some(1.0));
+    }
+
+    #[test]
+    fn the_markdown_lists_the_stdio_pairs_in_run_order() {
+        let mut all = single_rows();
+        all.extend(pair(220_000.0, 100_000.0));
+        all.extend(pair(150_000.0, 75_000.0));
+        let runs = Runs { all };
+        let stdio = Interleaved::stdio(&runs);
+        let md = markdown(
+            &runs,
+            &BTreeMap::new(),
+            &[],
+            None,
+            stdio.as_ref(),
+            &Value::Null,
+            &[],
+        );
+        let section = md
+            .split("### stdio at 32 in flight, interleaved (arctern vs rmcp)\n")
+            .nth(1)
+            .unwrap();
+        assert!(section.contains(
+            "| pair | arctern | rmcp | arctern / rmcp |\n\
+             |---|---:|---:|---:|\n\
+             | 1 | 220,000 (5.0 µs) | 100,000 (10.0 µs) | 2.20× |\n\
+             | 2 | 150,000 (5.0 µs) | 75,000 (10.0 µs) | 2.00× |\n\
+             | median (spread) | 185,000 (37.8 %) | 87,500 (28.6 %) | 2.10× (9.5 %) |\n"
+        ));
+        assert!(!md.contains("### 100 tools vs 2 tools"));
+    }
 }
