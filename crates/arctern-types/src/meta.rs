@@ -59,7 +59,8 @@ pub struct RequestMeta {
     #[serde(
         rename = "io.modelcontextprotocol/clientCapabilities",
         default,
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "arc_in_place"
     )]
     pub client_capabilities: Option<Arc<ClientCapabilities>>,
     /// Who the client says it is (for display and logs only).
@@ -175,6 +176,16 @@ fn is_valid_name(name: &str) -> bool {
         && b[b.len() - 1].is_ascii_alphanumeric()
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// Deserializes straight into the `Arc`'s allocation. Serde's own `Arc<T>` goes through a
+/// `Box<T>` and copies it into a second allocation, and the capabilities are in every request.
+fn arc_in_place<'de, D, T>(deserializer: D) -> Result<Option<Arc<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.map(Arc::new))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! What a handler knows about the request it serves.
 
+use super::note_channel::NoteSender;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,7 +15,6 @@ use arctern_types::{JsonRpcNotification, ProtocolVersion, RequestId, RequestMeta
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::mrtr::MrtrLimits;
@@ -53,11 +53,11 @@ pub enum TransportKind {
 /// request's own response stream.
 #[derive(Clone)]
 pub(crate) struct NotificationSink {
-    tx: mpsc::Sender<Bytes>,
+    tx: NoteSender,
 }
 
 impl NotificationSink {
-    pub(crate) fn new(tx: mpsc::Sender<Bytes>) -> Self {
+    pub(crate) fn new(tx: NoteSender) -> Self {
         NotificationSink { tx }
     }
 

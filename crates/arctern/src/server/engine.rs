@@ -17,12 +17,12 @@ use arctern_types::{ErrorObject, RequestId, RequestMeta};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{CacheHint, ServerConfig};
 use super::context::{ContextInner, Era, NotificationSink, RequestContext, TransportKind};
 use super::handler::{Handler, HandlerResult};
+use super::note_channel::{self, NoteReceiver};
 use super::outcome::Outcome;
 use super::prepared::{PreparedForm, PreparedResult, Shared};
 use super::reply::{BoxedResponse, Reply, respond_lazily_boxed};
@@ -740,9 +740,9 @@ impl<H: Handler> Server<H> {
     fn notification_channel(
         &self,
         method: Method,
-    ) -> (Option<NotificationSink>, Option<mpsc::Receiver<Bytes>>) {
+    ) -> (Option<NotificationSink>, Option<NoteReceiver>) {
         if method.may_notify() {
-            let (tx, rx) = mpsc::channel(NOTIFICATION_BUFFER);
+            let (tx, rx) = note_channel::channel(NOTIFICATION_BUFFER);
             (Some(NotificationSink::new(tx)), Some(rx))
         } else {
             (None, None)

@@ -17,6 +17,7 @@ mod legacy;
 mod mcp;
 mod mirror;
 mod mrtr;
+mod note_channel;
 mod outcome;
 mod prepared;
 mod reply;

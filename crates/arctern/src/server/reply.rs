@@ -5,9 +5,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use super::note_channel::NoteReceiver;
 use bytes::Bytes;
 use futures::Stream;
-use tokio::sync::mpsc;
 
 /// How a transport should answer one incoming message.
 pub enum Reply {
@@ -93,7 +93,7 @@ pub(crate) type BoxedResponse = Pin<Box<dyn Future<Output = (u16, Bytes)> + Send
 /// that carries it, any later ones, then the final response.
 pub(crate) async fn respond_lazily(
     response: impl Future<Output = (u16, Bytes)> + Send + 'static,
-    rx: mpsc::Receiver<Bytes>,
+    rx: NoteReceiver,
 ) -> Reply {
     respond_lazily_boxed(Box::pin(response), rx).await
 }
@@ -102,7 +102,7 @@ pub(crate) async fn respond_lazily(
 /// future holds a pointer instead of the whole response future.
 pub(crate) async fn respond_lazily_boxed(
     mut response: BoxedResponse,
-    mut rx: mpsc::Receiver<Bytes>,
+    mut rx: NoteReceiver,
 ) -> Reply {
     tokio::select! {
         biased;
@@ -132,7 +132,7 @@ pub(crate) async fn respond_lazily_boxed(
 struct NotifyThenRespond {
     first: Option<Bytes>,
     response: Option<BoxedResponse>,
-    rx: Option<mpsc::Receiver<Bytes>>,
+    rx: Option<NoteReceiver>,
     last: Option<Bytes>,
 }
 

@@ -18,7 +18,6 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::session::{LegacySession, Outbound, forward_changes};
@@ -26,6 +25,7 @@ use super::{LegacyPeer, shim};
 use crate::server::context::{ContextInner, Era, NotificationSink, RequestContext};
 use crate::server::engine::encode_error;
 use crate::server::handler::{Handler, HandlerResult};
+use crate::server::note_channel::{self, NoteReceiver};
 use crate::server::outcome::Outcome;
 use crate::server::prepared::{PreparedForm, PreparedResult, Shared};
 use crate::server::reply::{Reply, respond_lazily};
@@ -387,9 +387,9 @@ impl<H: Handler> Server<H> {
         }
     }
 
-    fn stream_channel(method: Method) -> (Option<NotificationSink>, Option<mpsc::Receiver<Bytes>>) {
+    fn stream_channel(method: Method) -> (Option<NotificationSink>, Option<NoteReceiver>) {
         if method.may_notify() {
-            let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+            let (tx, rx) = note_channel::channel(STREAM_BUFFER);
             (Some(NotificationSink::new(tx)), Some(rx))
         } else {
             (None, None)
@@ -577,7 +577,7 @@ impl<H: Handler> Server<H> {
 /// the last message of the stream.
 async fn finish(
     response: impl Future<Output = (u16, Bytes)> + Send + 'static,
-    rx: Option<mpsc::Receiver<Bytes>>,
+    rx: Option<NoteReceiver>,
 ) -> Reply {
     match rx {
         None => {
