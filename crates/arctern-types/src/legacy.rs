@@ -386,6 +386,34 @@ impl ServerRequest {
         })
     }
 
+    /// The request's `_meta`, if any.
+    pub fn meta(&self) -> Option<&Meta> {
+        match self {
+            ServerRequest::Ping(p) | ServerRequest::ListRoots(p) => p.meta.as_ref(),
+            ServerRequest::Elicit(ElicitRequestParams::Form(f)) => f.meta.as_ref(),
+            ServerRequest::Elicit(ElicitRequestParams::Url(u)) => u.meta.as_ref(),
+            ServerRequest::CreateMessage(c) => c.meta.as_ref(),
+        }
+    }
+
+    /// Sets `key` to `value` in the request's `_meta` (creating it if need be).
+    pub fn insert_meta(&mut self, key: impl Into<String>, value: impl Into<Value>) {
+        let meta = match self {
+            ServerRequest::Ping(p) | ServerRequest::ListRoots(p) => &mut p.meta,
+            ServerRequest::Elicit(ElicitRequestParams::Form(f)) => &mut f.meta,
+            ServerRequest::Elicit(ElicitRequestParams::Url(u)) => &mut u.meta,
+            ServerRequest::CreateMessage(c) => &mut c.meta,
+        };
+        meta.get_or_insert_with(Meta::new)
+            .insert(key.into(), value.into());
+    }
+
+    /// The `inputRequests` key this request stands for, when an arctern server's legacy shim
+    /// named it in `_meta` ([`INPUT_KEY_META_KEY`](crate::meta::INPUT_KEY_META_KEY)).
+    pub fn input_key(&self) -> Option<&str> {
+        self.meta()?.get(crate::meta::INPUT_KEY_META_KEY)?.as_str()
+    }
+
     /// Reads a request from its method and params (`None` when the request had none).
     pub fn from_parts(method: &str, params: Option<Value>) -> Result<Self, serde_json::Error> {
         let params = params.unwrap_or_else(|| Value::Object(Map::new()));

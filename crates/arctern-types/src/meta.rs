@@ -39,6 +39,11 @@ pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key of a request's progress token.
 pub const PROGRESS_TOKEN_KEY: &str = "progressToken";
+/// `_meta` key in which an arctern server's legacy shim names the `inputRequests` key that a
+/// server→client request (`elicitation/create`, `sampling/createMessage`, `roots/list`)
+/// stands for, so that a client can match the question to answers it holds by key. An
+/// arctern extension: other clients ignore it.
+pub const INPUT_KEY_META_KEY: &str = "dev.arctern/inputKey";
 /// W3C trace-context keys, reserved in `_meta` without a prefix.
 pub const TRACE_CONTEXT_KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"];
 

@@ -13,4 +13,6 @@ pub mod docs;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod state;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod transport;

@@ -1177,3 +1177,81 @@ async fn calls_are_send_and_run_on_spawned_tasks() {
     let next = tokio::spawn(async move { sub.next().await.map(|r| r.is_ok()) });
     drop(next);
 }
+
+// ------------------------------------------------------------------ a legacy session in process
+
+#[tokio::test]
+async fn a_legacy_session_in_process_goes_through_the_shim() {
+    #[derive(Deserialize, JsonSchema)]
+    struct Name {
+        name: String,
+    }
+    impl arctern::server::Question for Name {
+        const KEY: &'static str = "name";
+        fn ask(
+            _: &arctern::server::AskContext<'_>,
+        ) -> Result<arctern::server::Ask, arctern::server::NotYet> {
+            Ok(arctern::server::Ask::form("Your name?"))
+        }
+    }
+    let server = McpServer::new("legacy-memory")
+        .tool(
+            "greet",
+            "Greets.",
+            |arctern::server::Answer(n): arctern::server::Answer<Name>, ctx: RequestContext| async move {
+                format!("hello {} ({})", n.name, ctx.protocol_version())
+            },
+        )
+        .build()
+        .unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let client = Client::builder()
+        .era(arctern::client::Era::Legacy)
+        .on_elicit(move |q| {
+            seen.lock().unwrap().push(q.key().to_owned());
+            async move { Ok(ElicitResult::accept([("name", "Ada")])) }
+        })
+        .connect_memory(server.clone())
+        .await
+        .unwrap();
+    assert!(client.is_legacy());
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    assert_eq!(client.server_info().unwrap().name, "legacy-memory");
+    client.ping().await.unwrap();
+    let result = client.call_tool("greet", Value::Null).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap()[0]["text"],
+        "hello Ada (2025-11-25)"
+    );
+    // The shim named the question's key.
+    assert_eq!(*asked.lock().unwrap(), ["name"]);
+
+    // Session notifications reach subscriptions.
+    let mut sub = client
+        .subscribe(SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    server.change_notifier().tools_changed();
+    let n = tokio::time::timeout(Duration::from_secs(5), sub.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(n, ServerNotification::ToolsListChanged));
+
+    // A modern client of the same server is unaffected.
+    let modern = Client::builder().connect_memory(server).await.unwrap();
+    assert!(!modern.is_legacy());
+    client.close().await.unwrap();
+    assert!(
+        client
+            .call_tool("greet", Value::Null)
+            .await
+            .unwrap_err()
+            .is_closed()
+    );
+}

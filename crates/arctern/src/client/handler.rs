@@ -72,7 +72,9 @@ impl<P> Input<P> {
         }
     }
 
-    /// The key of this question in `inputRequests`; the answer goes under the same key.
+    /// The key of this question in `inputRequests`; the answer goes under the same key. On a
+    /// legacy session: the key the server named (arctern servers do), else the server's
+    /// request id.
     pub fn key(&self) -> &str {
         &self.key
     }

@@ -456,15 +456,15 @@ impl Client {
                 format!("this client does not answer {missing}"),
             ));
         }
+        // The `inputRequests` key when the server names it (arctern's shim does), else the
+        // server's request id.
+        let key = parsed
+            .input_key()
+            .map_or_else(|| request.id.to_string(), str::to_owned);
         let answer = self
             .inner
             .handlers
-            .answer(
-                request.id.to_string(),
-                input,
-                origin,
-                negotiated.server_info.clone(),
-            )
+            .answer(key, input, origin, negotiated.server_info.clone())
             .await
             .map_err(|e| ErrorObject::internal_error(e.to_string()))?;
         serde_json::to_value(&answer)

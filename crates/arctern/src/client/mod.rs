@@ -58,8 +58,9 @@
 //! [`Client::close`] ends the session with `DELETE` (a session the server forgot is opened
 //! again once). The server asks for input with requests of its own (`elicitation/create`,
 //! `sampling/createMessage`, `roots/list`, `ping`): the same handlers answer them, with the
-//! server's request id as the [`Input::key`] and, when it can be told, the call they arrived
-//! in as the [`Input::origin`]. Log messages reach the client's log callback (the client
+//! question's `inputRequests` key as the [`Input::key`] when the server names it (an arctern
+//! server's shim does, in `_meta`) or else the server's request id, and, when it can be told,
+//! the call they arrived in as the [`Input::origin`]. Log messages reach the client's log callback (the client
 //! sends `logging/setLevel` when it has one); list changes and resource updates reach
 //! [`Client::subscribe`] streams (`resources/subscribe` is sent for their URIs).
 //! [`Client::ping`], [`Client::set_log_level`] and [`Client::notify_roots_changed`] exist for

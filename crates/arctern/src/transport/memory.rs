@@ -10,8 +10,16 @@
 //! mirror each request, and the server validates them as the Streamable HTTP transport
 //! would (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), which makes the header logic
 //! testable without sockets.
+//!
+//! Both eras are served. A legacy `initialize` (one without the 2026-07-28 `_meta`
+//! envelope), sent to a server that serves the legacy era, opens a legacy session for the
+//! rest of the transport's life, as the first request of a stdio connection does: every
+//! later message goes to that session, the server's questions arrive on the call's own
+//! stream as server→client requests (the legacy shim), and the client's answers go back
+//! through [`Transport::notify`]. [`Client::close`](crate::client::Client::close) ends the
+//! session.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -19,12 +27,18 @@ use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::headers::{self, decode_value};
-use crate::client::{MessageStream, OutgoingMessage, Transport};
-use crate::server::{Handler, Reply, RequestOrigin, Server, TransportKind, WireHeaders};
+use crate::client::{MessageStream, OutgoingMessage, Transport, UnroutedSink};
+use crate::server::{
+    Handler, Initialized, LegacySession, Reply, RequestOrigin, Server, TransportKind, WireHeaders,
+    is_legacy_initialize,
+};
 use crate::{Error, ErrorKind, Result};
 use arctern_types::jsonrpc::JsonRpcMessage;
 
 type Observe = Arc<dyn Fn(&OutgoingMessage) + Send + Sync>;
+
+/// The legacy session a legacy `initialize` opened, if any.
+type SessionSlot = Arc<Mutex<Option<Arc<LegacySession>>>>;
 
 /// A transport to an in-process [`Server`].
 pub struct MemoryTransport<H> {
@@ -32,26 +46,66 @@ pub struct MemoryTransport<H> {
     http_headers: bool,
     closed: CancellationToken,
     observe: Option<Observe>,
+    extensions: http::Extensions,
+    session: SessionSlot,
+    /// Where the session's unsolicited notifications go (list changes, resource updates).
+    unrouted: Arc<Mutex<Option<UnroutedSink>>>,
+    /// Hands them there.
+    outbound: Outbound,
 }
+
+type Outbound = Arc<dyn Fn(Bytes) + Send + Sync>;
 
 impl<H> std::fmt::Debug for MemoryTransport<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryTransport")
             .field("http_headers", &self.http_headers)
             .field("closed", &self.closed.is_cancelled())
+            .field("legacy", &lock(&self.session).is_some())
             .finish()
     }
+}
+
+impl<H> Drop for MemoryTransport<H> {
+    fn drop(&mut self) {
+        // The session ends with its only connection (its change forwarder stops).
+        if let Some(session) = lock(&self.session).take() {
+            session.close();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<H: Handler> MemoryTransport<H> {
     /// A transport to `server`.
     pub fn new(server: Server<H>) -> Self {
+        let unrouted = Arc::default();
         MemoryTransport {
             server,
             http_headers: false,
             closed: CancellationToken::new(),
             observe: None,
+            extensions: http::Extensions::new(),
+            session: Arc::default(),
+            outbound: outbound(&unrouted),
+            unrouted,
         }
+    }
+
+    /// Hands `extensions` to the server with every message, as an authentication layer in
+    /// front of an HTTP server would: a [`Principal`](crate::server::Principal) there binds
+    /// the request state the server mints to that principal.
+    pub fn with_extensions(mut self, extensions: http::Extensions) -> Self {
+        self.extensions = extensions;
+        self
+    }
+
+    /// Whether a legacy `initialize` opened a legacy session on this transport.
+    pub fn is_legacy(&self) -> bool {
+        lock(&self.session).is_some()
     }
 
     /// Builds and validates the mirrored HTTP headers as Streamable HTTP does.
@@ -68,8 +122,11 @@ impl<H: Handler> MemoryTransport<H> {
     }
 
     fn origin(&self, message: &OutgoingMessage) -> RequestOrigin {
-        if !self.http_headers {
-            return RequestOrigin::new(TransportKind::Memory);
+        let extensions = self.extensions.clone();
+        // A legacy session's messages mirror nothing but the version header, which the
+        // engine does not check (the HTTP transport does, before the engine).
+        if !self.http_headers || self.is_legacy() {
+            return RequestOrigin::new(TransportKind::Memory).with_extensions(extensions);
         }
         let text = |name: &http::HeaderName| {
             message
@@ -96,7 +153,67 @@ impl<H: Handler> MemoryTransport<H> {
                 })
                 .collect(),
         };
-        RequestOrigin::http(wire, http::Extensions::new())
+        RequestOrigin::http(wire, extensions)
+    }
+}
+
+/// Where a legacy session sends what belongs to no request: to the client's unrouted sink.
+fn outbound(unrouted: &Arc<Mutex<Option<UnroutedSink>>>) -> Outbound {
+    let unrouted = unrouted.clone();
+    Arc::new(move |bytes: Bytes| match parse(&bytes) {
+        Ok(JsonRpcMessage::Notification(note)) => {
+            let sink = lock(&unrouted).clone();
+            match sink {
+                Some(sink) => sink(note),
+                None => {
+                    tracing::debug!(method = %note.method, "dropped a session notification: no sink")
+                }
+            }
+        }
+        _ => tracing::debug!("dropped an unsolicited session message that is no notification"),
+    })
+}
+
+/// Hands one message to the server: to the legacy session if one is open; a legacy
+/// `initialize` opens one (when the server serves the legacy era).
+async fn deliver<H: Handler>(
+    server: &Server<H>,
+    session: &SessionSlot,
+    outbound: Outbound,
+    body: &[u8],
+    origin: RequestOrigin,
+) -> Reply {
+    let open = lock(session).clone();
+    if let Some(open) = open {
+        return match JsonRpcMessage::from_slice(body) {
+            Ok(message) => server.handle_legacy(&open, message, origin).await,
+            Err(e) => Reply::Message {
+                status: 200,
+                body: crate::server::encode_error(e.id.as_ref(), &e.error),
+            },
+        };
+    }
+    if !server.serves_legacy() {
+        return server.handle_bytes(body, origin).await;
+    }
+    match JsonRpcMessage::from_slice(body) {
+        Ok(JsonRpcMessage::Request(request))
+            if is_legacy_initialize(&request.method, request.params.as_deref()) =>
+        {
+            match server.legacy_initialize(&request, outbound) {
+                Initialized::Session(opened, body) => {
+                    let previous = lock(session).replace(opened);
+                    if let Some(previous) = previous {
+                        previous.close();
+                    }
+                    Reply::Message { status: 200, body }
+                }
+                // A refused initialize decides nothing; the client may try again.
+                Initialized::Refused(body) => Reply::Message { status: 200, body },
+            }
+        }
+        Ok(message) => server.handle(message, origin).await,
+        Err(_) => server.handle_bytes(body, origin).await,
     }
 }
 
@@ -119,12 +236,14 @@ impl<H: Handler> Transport for MemoryTransport<H> {
         let server = self.server.clone();
         let origin = self.origin(&request);
         let closed = self.closed.clone();
+        let session = self.session.clone();
+        let outbound = self.outbound.clone();
         async move {
             if closed.is_cancelled() {
                 return Err(Error::new(ErrorKind::Closed, "the transport is closed"));
             }
             let reply = tokio::select! {
-                reply = server.handle_bytes(&request.body, origin) => reply,
+                reply = deliver(&server, &session, outbound, &request.body, origin) => reply,
                 _ = closed.cancelled() => {
                     return Err(Error::new(ErrorKind::Closed, "the transport is closed"));
                 }
@@ -166,8 +285,10 @@ impl<H: Handler> Transport for MemoryTransport<H> {
         }
         let server = self.server.clone();
         let origin = self.origin(&notification);
+        let session = self.session.clone();
+        let outbound = self.outbound.clone();
         async move {
-            match server.handle_bytes(&notification.body, origin).await {
+            match deliver(&server, &session, outbound, &notification.body, origin).await {
                 Reply::Accepted => Ok(()),
                 other => Err(Error::new(
                     ErrorKind::Transport,
@@ -178,8 +299,15 @@ impl<H: Handler> Transport for MemoryTransport<H> {
         .boxed()
     }
 
+    fn set_unrouted_sink(&self, sink: UnroutedSink) {
+        *lock(&self.unrouted) = Some(sink);
+    }
+
     fn close(&self) -> BoxFuture<'static, Result<()>> {
         self.closed.cancel();
+        if let Some(session) = lock(&self.session).take() {
+            session.close();
+        }
         std::future::ready(Ok(())).boxed()
     }
 }

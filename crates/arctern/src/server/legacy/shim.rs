@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use arctern_types::legacy::ServerRequest;
+use arctern_types::meta::INPUT_KEY_META_KEY;
 use arctern_types::mrtr::{InputRequests, InputResponse, InputResponses};
 use arctern_types::{ErrorCode, ErrorObject};
 use serde_json::{Value, json};
@@ -20,7 +21,8 @@ use crate::server::context::NotificationSink;
 /// anything is sent: a client without the capability gets [`missing_capability`], and a
 /// request the session's revision cannot express (URL-mode elicitation on 2025-06-18)
 /// fails the call with `-32600`. A URL-mode elicitation gets a fresh `elicitationId`, which
-/// 2025-11-25 requires.
+/// 2025-11-25 requires. Each request names its key in `_meta`
+/// ([`INPUT_KEY_META_KEY`]).
 pub(crate) async fn ask_client(
     session: &LegacySession,
     sink: &NotificationSink,
@@ -35,9 +37,12 @@ pub(crate) async fn ask_client(
             return Err(missing_capability(required));
         }
         let kind = request.kind();
-        let server_request =
+        let mut server_request =
             ServerRequest::from_input_request(request, &session.version, elicitation_id)
                 .map_err(|e| ErrorObject::invalid_request(e.to_string()))?;
+        // Tells the client which question this is, so that answers it holds by key (an
+        // arctern client's scripted or pre-given answers) still apply.
+        server_request.insert_meta(INPUT_KEY_META_KEY, key.clone());
         asks.push((key, kind, server_request));
     }
     let mut responses = InputResponses::new();
