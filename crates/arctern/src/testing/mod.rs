@@ -118,7 +118,6 @@ mod replay;
 mod script;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arctern_types::content::ContentBlock;
@@ -137,7 +136,7 @@ pub use replay::{Replay, assert_invalid_state, is_invalid_state};
 pub use script::UnscriptedQuestion;
 
 use record::Recorder;
-use script::{ScriptHandler, Shared, lock};
+use script::{ScriptHandler, Shared};
 
 use crate::Result;
 use crate::client::{
@@ -145,7 +144,7 @@ use crate::client::{
 };
 use crate::server::{Handler, McpHandler, McpServer, Principal, Server};
 use crate::state::ManualClock;
-use crate::transport::memory::MemoryTransport;
+use crate::transport::memory::{MemoryTransport, lock};
 
 /// What a [`TestClient`] can talk to: a [`Server`], or an [`McpServer`] that it builds.
 pub trait IntoServer {
@@ -283,11 +282,9 @@ impl TestClientBuilder {
             transport = transport.with_extensions(extensions);
         }
         let shared = Arc::new(Shared::default());
-        let legacy = Arc::new(AtomicBool::new(false));
         let recorder = Recorder {
             inner: transport,
             shared: shared.clone(),
-            legacy: legacy.clone(),
         };
         let mut builder = Client::builder()
             .name("arctern-test-client")
@@ -299,7 +296,6 @@ impl TestClientBuilder {
             builder = configure(builder);
         }
         let client = builder.era(self.era).connect_with(recorder).await?;
-        legacy.store(client.is_legacy(), Ordering::Relaxed);
         Ok(TestClient {
             client,
             shared,

@@ -17,9 +17,11 @@ use futures::{FutureExt, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::script::{Shared, describe, lock};
+use super::script::{Shared, describe};
 use crate::Result;
 use crate::client::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
+use crate::server::Handler;
+use crate::transport::memory::{MemoryTransport, lock};
 
 /// One round of a multi round-trip request, as it went over the wire: the request the
 /// client sent (its target, arguments, the answers and the `requestState` it carried) and
@@ -309,14 +311,12 @@ impl Open {
 
 /// The transport of a [`TestClient`](super::TestClient): the in-process transport, with
 /// every round recorded.
-pub(crate) struct Recorder<T> {
-    pub(crate) inner: T,
+pub(crate) struct Recorder<H> {
+    pub(crate) inner: MemoryTransport<H>,
     pub(crate) shared: Arc<Shared>,
-    /// Whether the session is a legacy one (set once it is).
-    pub(crate) legacy: Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl<T: Transport> Recorder<T> {
+impl<H: Handler> Recorder<H> {
     /// Notes the client's answer to a legacy server→client request.
     fn note_answer(&self, body: &[u8]) {
         let Ok(message) = JsonRpcMessage::from_slice(body) else {
@@ -341,14 +341,13 @@ impl<T: Transport> Recorder<T> {
     }
 }
 
-impl<T: Transport> Transport for Recorder<T> {
+impl<H: Handler> Transport for Recorder<H> {
     fn mirrors_headers(&self) -> bool {
         self.inner.mirrors_headers()
     }
 
     fn send(&self, request: OutgoingMessage) -> BoxFuture<'static, Result<MessageStream>> {
-        let legacy = self.legacy.load(Ordering::Relaxed);
-        let open = Open::from_request(&request.body, legacy);
+        let open = Open::from_request(&request.body, self.inner.is_legacy());
         let sent = self.inner.send(request);
         let shared = self.shared.clone();
         async move {

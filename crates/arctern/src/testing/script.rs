@@ -11,6 +11,7 @@ use arctern_types::roots::{ListRootsRequestParams, ListRootsResult};
 use arctern_types::sampling::{CreateMessageRequestParams, CreateMessageResult};
 
 use crate::client::{ClientHandler, HandlerCapabilities, Input};
+use crate::transport::memory::lock;
 use crate::{Error, ErrorKind, Result};
 
 /// Computes the answer to a sampling request (see
@@ -141,10 +142,6 @@ pub(crate) struct Shared {
     pub(crate) legacy_asks: Mutex<HashMap<String, (u64, String, InputRequestKind)>>,
     /// The answers given to a legacy round's server→client requests, by round.
     pub(crate) legacy_answers: Mutex<HashMap<u64, arctern_types::mrtr::InputResponses>>,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A question the script could not answer.

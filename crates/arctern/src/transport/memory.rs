@@ -66,16 +66,23 @@ impl<H> std::fmt::Debug for MemoryTransport<H> {
     }
 }
 
-impl<H> Drop for MemoryTransport<H> {
-    fn drop(&mut self) {
-        // The session ends with its only connection (its change forwarder stops).
+impl<H> MemoryTransport<H> {
+    fn end_session(&self) {
         if let Some(session) = lock(&self.session).take() {
             session.close();
         }
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+impl<H> Drop for MemoryTransport<H> {
+    fn drop(&mut self) {
+        // The session ends with its only connection (its change forwarder stops).
+        self.end_session();
+    }
+}
+
+/// Locks `m`; a poisoned lock still guards a valid value (nothing panics while holding one).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -305,9 +312,7 @@ impl<H: Handler> Transport for MemoryTransport<H> {
 
     fn close(&self) -> BoxFuture<'static, Result<()>> {
         self.closed.cancel();
-        if let Some(session) = lock(&self.session).take() {
-            session.close();
-        }
+        self.end_session();
         std::future::ready(Ok(())).boxed()
     }
 }
