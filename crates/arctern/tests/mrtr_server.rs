@@ -1,10 +1,12 @@
 //! Multi round-trip requests on `McpServer`, driven in process through the engine.
 
-use arctern::server::{
-    Answer, AnswerOutcome, Args, Ask, AskContext, Decision, Interrupt, McpHandler, McpServer,
-    NotYet, Outcome, Question, Questions, Reply, RequestOrigin, RequestState, Responses, Roots,
-    Server, TransportKind,
+use arctern::server::connection::{MessageKind, Reply, RequestOrigin, TransportKind};
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{
+    Answer, AnswerOutcome, Ask, AskContext, Decision, HandlerState, Interrupt, NotYet, Question,
+    Questions, Responses, Roots,
 };
+use arctern::server::{McpHandler, McpServer, Outcome, Server};
 use arctern::types::mrtr::{InputRequest, InputRequiredResult};
 use arctern::types::tools::CallToolResult;
 use schemars::JsonSchema;
@@ -85,7 +87,12 @@ impl Driver {
             .handle_bytes(&bytes, RequestOrigin::new(TransportKind::Memory))
             .await;
         match reply {
-            Reply::Message { status, body } => {
+            Reply::Message { kind, body } => {
+                let status = match kind {
+                    MessageKind::Invalid => 400,
+                    MessageKind::UnknownMethod => 404,
+                    _ => 200,
+                };
                 let v: Value = serde_json::from_slice(&body).unwrap();
                 assert_eq!(v["id"], id);
                 arctern::types::schema_check::validate_for(
@@ -400,7 +407,7 @@ async fn manual_form_reads_responses_and_plaintext_state() {
         .tool(
             "confirm",
             "",
-            |Responses(r): Responses, RequestState(state): RequestState| async move {
+            |Responses(r): Responses, HandlerState(state): HandlerState| async move {
                 match (r.get("confirm"), state.as_deref()) {
                     (Some(_), Some("step-1")) => {
                         Outcome::Complete(CallToolResult::text("state-ok"))
