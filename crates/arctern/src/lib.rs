@@ -15,6 +15,7 @@ pub mod client;
 pub mod docs;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
 pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;

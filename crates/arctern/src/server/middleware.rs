@@ -1,7 +1,7 @@
 //! MCP-level middleware: code that runs around every handler call, on both eras and every
 //! transport.
 //!
-//! A middleware sees each call to the [`Handler`](super::Handler) as a [`Call`]: the
+//! A middleware sees each call to the [`Handler`] as a [`Call`]: the
 //! method, the target (tool or prompt name, resource URI), the principal, the multi
 //! round-trip round and the plaintext arguments (the server has verified and opened any
 //! `requestState` by then). It can answer early with an error, change the call, or look at

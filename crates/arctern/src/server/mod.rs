@@ -52,5 +52,9 @@ pub use mcp::{
 pub use mirror::MirroredParam;
 pub use subscriptions::{Change, ChangeNotifier};
 
+#[cfg(feature = "http")]
 pub(crate) use engine::encode_error;
-pub(crate) use legacy::{has_modern_envelope, is_legacy_initialize, random_hex};
+#[cfg(any(feature = "http", feature = "testing"))]
+pub(crate) use legacy::is_legacy_initialize;
+#[cfg(feature = "http")]
+pub(crate) use legacy::{has_modern_envelope, random_hex};

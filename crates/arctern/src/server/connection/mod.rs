@@ -306,6 +306,7 @@ impl<H> Connection<H> {
     }
 
     /// A token cancelled when the connection closes.
+    #[cfg(feature = "http")]
     pub(crate) fn closed_token(&self) -> CancellationToken {
         self.inner.cancel.clone()
     }

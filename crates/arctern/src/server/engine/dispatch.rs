@@ -164,6 +164,13 @@ impl<H: Handler> Server<H> {
         let Some(resolved) = resolved else {
             return self.unknown_method(era, id, &method, raw, &origin);
         };
+        // A method the handler serves: its params, wrapped for the middleware and handler.
+        macro_rules! call {
+            ($request:path) => {
+                self.serve_call(era, id, resolved, raw, origin, &scope, $request)
+                    .await
+            };
+        }
         match resolved {
             Method::Discover => self.discover(id, raw, origin),
             Method::Listen => self.listen(id, raw, origin, &scope),
@@ -176,54 +183,14 @@ impl<H: Handler> Server<H> {
                 // The table gives these methods to legacy sessions only.
                 Served::Modern => self.unknown_method(era, id, &method, raw, &origin),
             },
-            Method::ToolsList => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, |p| {
-                    Request::ListTools(p)
-                })
-                .await
-            }
-            Method::ToolsCall => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, |p| {
-                    Request::CallTool(p)
-                })
-                .await
-            }
-            Method::PromptsList => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, |p| {
-                    Request::ListPrompts(p)
-                })
-                .await
-            }
-            Method::PromptsGet => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, |p| {
-                    Request::GetPrompt(p)
-                })
-                .await
-            }
-            Method::ResourcesList => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, |p| {
-                    Request::ListResources(p)
-                })
-                .await
-            }
-            Method::ResourceTemplatesList => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, |p| {
-                    Request::ListResourceTemplates(p)
-                })
-                .await
-            }
-            Method::ResourcesRead => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, |p| {
-                    Request::ReadResource(p)
-                })
-                .await
-            }
-            Method::Complete => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, |p| {
-                    Request::Complete(p)
-                })
-                .await
-            }
+            Method::ToolsList => call!(Request::ListTools),
+            Method::ToolsCall => call!(Request::CallTool),
+            Method::PromptsList => call!(Request::ListPrompts),
+            Method::PromptsGet => call!(Request::GetPrompt),
+            Method::ResourcesList => call!(Request::ListResources),
+            Method::ResourceTemplatesList => call!(Request::ListResourceTemplates),
+            Method::ResourcesRead => call!(Request::ReadResource),
+            Method::Complete => call!(Request::Complete),
         }
     }
 

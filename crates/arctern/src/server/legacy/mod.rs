@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use arctern_types::ProtocolVersion;
 
-pub(crate) use initialize::{Initialized, has_modern_envelope, is_legacy_initialize, legacy_error};
+#[cfg(feature = "http")]
+pub(crate) use initialize::has_modern_envelope;
+pub(crate) use initialize::{Initialized, is_legacy_initialize, legacy_error};
 pub use session::LegacyPeer;
 pub(crate) use session::{LegacySession, Outbound};
 

@@ -10,8 +10,9 @@ use arctern_types::implementation::Implementation;
 use arctern_types::meta::JsonObject;
 
 use super::completion::Completer;
+use super::entry::{Entry, Kind};
 use super::handler::{HandlerInner, McpHandler};
-use super::registry::Registry;
+use super::registry::{Insert, Registry};
 use super::{
     CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn, IntoCompletion, IntoPromptResult,
     IntoReadResult, IntoToolResult, PromptSpec, RegistrationError, ResourceSpec,
@@ -241,6 +242,19 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// Adds an entry to the registry, or records why it could not be added (all problems
+    /// are reported together by [`build`](Self::build)).
+    fn register<K: Kind>(
+        mut self,
+        entry: Result<Entry<K, S>, String>,
+        insert: Insert<K, S>,
+    ) -> Self {
+        if let Err(e) = entry.and_then(|entry| insert(&mut self.parts.registry, entry)) {
+            self.parts.errors.push(e);
+        }
+        self
+    }
+
     /// Registers a tool. The handler is an async function whose parameters are extractors
     /// (see [`FromCall`](crate::server::extract::FromCall)) and whose return type implements [`IntoToolResult`]; the tool's
     /// `inputSchema` comes from its [`Args`](crate::server::extract::Args) parameter.
@@ -259,21 +273,13 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     }
 
     /// Registers a tool described by a [`ToolSpec`] (title, annotations, explicit schemas...).
-    pub fn tool_spec<H, T>(mut self, spec: ToolSpec, handler: H) -> Self
+    pub fn tool_spec<H, T>(self, spec: ToolSpec, handler: H) -> Self
     where
         H: HandlerFn<T, S>,
         H::Output: IntoToolResult,
         T: 'static,
     {
-        match tool::tool_entry(spec, handler) {
-            Ok(entry) => {
-                if let Err(e) = self.parts.registry.insert_tool(entry) {
-                    self.parts.errors.push(e);
-                }
-            }
-            Err(e) => self.parts.errors.push(e),
-        }
-        self
+        self.register(tool::tool_entry(spec, handler), Registry::insert_tool)
     }
 
     /// Registers a prompt; its arguments come from its [`Args`](crate::server::extract::Args) parameter.
@@ -292,21 +298,13 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     }
 
     /// Registers a prompt described by a [`PromptSpec`].
-    pub fn prompt_spec<H, T>(mut self, spec: PromptSpec, handler: H) -> Self
+    pub fn prompt_spec<H, T>(self, spec: PromptSpec, handler: H) -> Self
     where
         H: HandlerFn<T, S>,
         H::Output: IntoPromptResult,
         T: 'static,
     {
-        match prompt::prompt_entry(spec, handler) {
-            Ok(entry) => {
-                if let Err(e) = self.parts.registry.insert_prompt(entry) {
-                    self.parts.errors.push(e);
-                }
-            }
-            Err(e) => self.parts.errors.push(e),
-        }
-        self
+        self.register(prompt::prompt_entry(spec, handler), Registry::insert_prompt)
     }
 
     /// Registers a resource at a fixed URI.
@@ -316,16 +314,10 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         H::Output: IntoReadResult,
         T: 'static,
     {
-        let mut this = self;
-        match resource::resource_entry(spec.into(), handler) {
-            Ok(entry) => {
-                if let Err(e) = this.parts.registry.insert_resource(entry) {
-                    this.parts.errors.push(e);
-                }
-            }
-            Err(e) => this.parts.errors.push(e),
-        }
-        this
+        self.register(
+            resource::resource_entry(spec.into(), handler),
+            Registry::insert_resource,
+        )
     }
 
     /// Registers a resource template (RFC 6570). Its handler's [`Args`](crate::server::extract::Args) parameter holds the
@@ -336,16 +328,10 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         H::Output: IntoReadResult,
         T: 'static,
     {
-        let mut this = self;
-        match resource::template_entry(spec.into(), handler) {
-            Ok(entry) => {
-                if let Err(e) = this.parts.registry.insert_template(entry) {
-                    this.parts.errors.push(e);
-                }
-            }
-            Err(e) => this.parts.errors.push(e),
-        }
-        this
+        self.register(
+            resource::template_entry(spec.into(), handler),
+            Registry::insert_template,
+        )
     }
 
     /// Serves `completion/complete` with `handler` and declares the `completions` capability.

@@ -108,12 +108,12 @@ impl<K: Kind, S> Clone for Entry<K, S> {
     }
 }
 
+/// An erased handler and what its signature declares.
+pub(crate) type Erasure<K, S> = (Arc<dyn Erased<K, S>>, Signature);
+
 /// Erases a handler after checking its signature: what its parameters and return type
 /// declare, with every problem `what` (such as `tool "x"`) has.
-pub(crate) fn erase<K, H, T, S>(
-    what: &str,
-    handler: H,
-) -> Result<(Arc<dyn Erased<K, S>>, Signature), String>
+pub(crate) fn erase<K, H, T, S>(what: &str, handler: H) -> Result<Erasure<K, S>, String>
 where
     K: Kind,
     H: HandlerFn<T, S>,

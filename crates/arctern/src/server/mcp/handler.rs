@@ -20,7 +20,8 @@ use arctern_types::tools::{
 use serde_json::Value;
 
 use super::completion::Completer;
-use super::registry::{Registry, unsealed};
+use super::entry::{Entry, Kind};
+use super::registry::{Insert, Registry, unsealed};
 use super::{
     HandlerFn, IntoPromptResult, IntoReadResult, IntoToolResult, PromptSpec, RegistrationError,
     ResourceSpec, ResourceTemplateSpec, ToolSpec, prompt, resource, tool,
@@ -102,6 +103,35 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         }
     }
 
+    /// Registers an entry while the server runs: checks it, publishes the changed registry,
+    /// and tells open streams and sessions that the list changed.
+    fn add<K: Kind>(
+        &self,
+        entry: Result<Entry<K, S>, String>,
+        what: impl FnOnce(&Entry<K, S>) -> String,
+        insert: Insert<K, S>,
+        changed: fn(&ChangeNotifier),
+    ) -> Result<(), RegistrationError> {
+        let entry = entry.map_err(RegistrationError::new)?;
+        self.check_sealing(entry.asks, what(&entry))?;
+        self.update(|r| insert(r, entry).map(|()| true))?;
+        self.notify(changed);
+        Ok(())
+    }
+
+    /// Removes an entry while the server runs; returns whether it existed.
+    fn remove(
+        &self,
+        remove: impl FnOnce(&mut Registry<S>) -> bool,
+        changed: fn(&ChangeNotifier),
+    ) -> bool {
+        let removed = self.update(|r| Ok(remove(r))).unwrap_or(false);
+        if removed {
+            self.notify(changed);
+        }
+        removed
+    }
+
     /// Adds a tool while the server runs.
     pub fn add_tool<H, T>(&self, spec: ToolSpec, handler: H) -> Result<(), RegistrationError>
     where
@@ -109,22 +139,20 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoToolResult,
         T: 'static,
     {
-        let entry = tool::tool_entry(spec, handler).map_err(RegistrationError::new)?;
-        self.check_sealing(entry.asks, format!("tool {:?}", entry.def.tool.name))?;
-        self.update(|r| r.insert_tool(entry).map(|()| true))?;
-        self.notify(ChangeNotifier::tools_changed);
-        Ok(())
+        self.add(
+            tool::tool_entry(spec, handler),
+            |e| format!("tool {:?}", e.def.tool.name),
+            Registry::insert_tool,
+            ChangeNotifier::tools_changed,
+        )
     }
 
     /// Removes a tool; returns whether it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
-        let removed = self
-            .update(|r| Ok(r.tools.shift_remove(name).is_some()))
-            .unwrap_or(false);
-        if removed {
-            self.notify(ChangeNotifier::tools_changed);
-        }
-        removed
+        self.remove(
+            |r| r.tools.shift_remove(name).is_some(),
+            ChangeNotifier::tools_changed,
+        )
     }
 
     /// Adds a prompt while the server runs.
@@ -134,22 +162,20 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoPromptResult,
         T: 'static,
     {
-        let entry = prompt::prompt_entry(spec, handler).map_err(RegistrationError::new)?;
-        self.check_sealing(entry.asks, format!("prompt {:?}", entry.def.name))?;
-        self.update(|r| r.insert_prompt(entry).map(|()| true))?;
-        self.notify(ChangeNotifier::prompts_changed);
-        Ok(())
+        self.add(
+            prompt::prompt_entry(spec, handler),
+            |e| format!("prompt {:?}", e.def.name),
+            Registry::insert_prompt,
+            ChangeNotifier::prompts_changed,
+        )
     }
 
     /// Removes a prompt; returns whether it existed.
     pub fn remove_prompt(&self, name: &str) -> bool {
-        let removed = self
-            .update(|r| Ok(r.prompts.shift_remove(name).is_some()))
-            .unwrap_or(false);
-        if removed {
-            self.notify(ChangeNotifier::prompts_changed);
-        }
-        removed
+        self.remove(
+            |r| r.prompts.shift_remove(name).is_some(),
+            ChangeNotifier::prompts_changed,
+        )
     }
 
     /// Adds a resource while the server runs.
@@ -163,23 +189,20 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoReadResult,
         T: 'static,
     {
-        let entry =
-            resource::resource_entry(spec.into(), handler).map_err(RegistrationError::new)?;
-        self.check_sealing(entry.asks, format!("resource {:?}", entry.def.uri))?;
-        self.update(|r| r.insert_resource(entry).map(|()| true))?;
-        self.notify(ChangeNotifier::resources_changed);
-        Ok(())
+        self.add(
+            resource::resource_entry(spec.into(), handler),
+            |e| format!("resource {:?}", e.def.uri),
+            Registry::insert_resource,
+            ChangeNotifier::resources_changed,
+        )
     }
 
     /// Removes a resource; returns whether it existed.
     pub fn remove_resource(&self, uri: &str) -> bool {
-        let removed = self
-            .update(|r| Ok(r.resources.shift_remove(uri).is_some()))
-            .unwrap_or(false);
-        if removed {
-            self.notify(ChangeNotifier::resources_changed);
-        }
-        removed
+        self.remove(
+            |r| r.resources.shift_remove(uri).is_some(),
+            ChangeNotifier::resources_changed,
+        )
     }
 
     /// Adds a resource template while the server runs.
@@ -193,29 +216,25 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoReadResult,
         T: 'static,
     {
-        let entry =
-            resource::template_entry(spec.into(), handler).map_err(RegistrationError::new)?;
-        let what = format!("resource template {:?}", entry.def.template.uri_template);
-        self.check_sealing(entry.asks, what)?;
-        self.update(|r| r.insert_template(entry).map(|()| true))?;
-        self.notify(ChangeNotifier::resources_changed);
-        Ok(())
+        self.add(
+            resource::template_entry(spec.into(), handler),
+            |e| format!("resource template {:?}", e.def.template.uri_template),
+            Registry::insert_template,
+            ChangeNotifier::resources_changed,
+        )
     }
 
     /// Removes a resource template by its URI template; returns whether it existed.
     pub fn remove_resource_template(&self, uri_template: &str) -> bool {
-        let removed = self
-            .update(|r| {
+        self.remove(
+            |r| {
                 let before = r.templates.len();
                 r.templates
                     .retain(|t| t.def.template.uri_template != uri_template);
-                Ok(r.templates.len() != before)
-            })
-            .unwrap_or(false);
-        if removed {
-            self.notify(ChangeNotifier::resources_changed);
-        }
-        removed
+                r.templates.len() != before
+            },
+            ChangeNotifier::resources_changed,
+        )
     }
 
     /// Names of the registered tools, in listing order.

@@ -4,6 +4,30 @@
 //! [`handler`] serves them as a [`Handler`](crate::server::Handler); each kind of handler
 //! (tool, prompt, resource, template) is an [`entry::Entry`] of its kind.
 
+/// The setters every spec shares: the description, title and `_meta` of the definition it
+/// holds in `$field`.
+macro_rules! common_setters {
+    ($field:ident) => {
+        /// The description (what the model, or the user, reads about it).
+        pub fn description(mut self, description: impl Into<String>) -> Self {
+            self.$field.description = Some(description.into());
+            self
+        }
+
+        /// A human-readable title.
+        pub fn title(mut self, title: impl Into<String>) -> Self {
+            self.$field.title = Some(title.into());
+            self
+        }
+
+        /// Its `_meta`.
+        pub fn meta(mut self, meta: arctern_types::meta::JsonObject) -> Self {
+            self.$field.meta = Some(meta);
+            self
+        }
+    };
+}
+
 mod builder;
 mod completion;
 mod entry;

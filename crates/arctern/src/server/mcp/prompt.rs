@@ -96,6 +96,8 @@ pub struct PromptSpec {
 }
 
 impl PromptSpec {
+    common_setters!(prompt);
+
     /// A prompt called `name`.
     pub fn new(name: impl Into<String>) -> Self {
         let mut prompt = Prompt::new(name, "");
@@ -104,24 +106,6 @@ impl PromptSpec {
             prompt,
             explicit_arguments: false,
         }
-    }
-
-    /// What the prompt is for.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.prompt.description = Some(description.into());
-        self
-    }
-
-    /// A human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.prompt.title = Some(title.into());
-        self
-    }
-
-    /// Prompt `_meta`.
-    pub fn meta(mut self, meta: JsonObject) -> Self {
-        self.prompt.meta = Some(meta);
-        self
     }
 
     /// Explicit arguments, instead of those derived from the handler's `Args`.

@@ -17,6 +17,9 @@ use super::tool::Tools;
 use crate::server::handler::HandlerResult;
 use crate::server::listed::{ListResult, Listed};
 
+/// Adds an entry of one kind to a registry (or says why not).
+pub(crate) type Insert<K, S> = fn(&mut Registry<S>, Entry<K, S>) -> Result<(), String>;
+
 /// A snapshot of everything registered: read without locks on every call, and replaced
 /// whole when something is added or removed.
 pub(crate) struct Registry<S> {
@@ -82,6 +85,20 @@ impl<R> Default for PageCache<R> {
 /// Why a name or URI could not be added.
 fn taken(what: &str, key: &str, by: &str) -> String {
     format!("{what} {key:?}: a {what} with this {by} is already registered")
+}
+
+/// A method returning one page of a list, from the snapshot's page cache.
+macro_rules! page_method {
+    ($(#[$doc:meta])* $name:ident, $cache:ident, $result:ident, |$r:ident| $items:expr) => {
+        $(#[$doc])*
+        pub(crate) fn $name(&self, size: usize, cursor: Option<&str>) -> HandlerResult<Listed<$result>> {
+            let $r = self;
+            page(&self.lists.$cache, $items, size, cursor, |entries, next| $result {
+                next_cursor: next,
+                ..$result::new(entries)
+            })
+        }
+    };
 }
 
 impl<S> Registry<S> {
@@ -155,77 +172,24 @@ impl<S> Registry<S> {
         Ok(())
     }
 
-    /// A page of `tools/list`.
-    pub(crate) fn tools_page(
-        &self,
-        size: usize,
-        cursor: Option<&str>,
-    ) -> HandlerResult<Listed<ListToolsResult>> {
-        page(
-            &self.lists.tools,
-            self.tools.values().map(|e| &e.def.tool),
-            size,
-            cursor,
-            |tools, next| ListToolsResult {
-                next_cursor: next,
-                ..ListToolsResult::new(tools)
-            },
-        )
-    }
-
-    /// A page of `prompts/list`.
-    pub(crate) fn prompts_page(
-        &self,
-        size: usize,
-        cursor: Option<&str>,
-    ) -> HandlerResult<Listed<ListPromptsResult>> {
-        page(
-            &self.lists.prompts,
-            self.prompts.values().map(|e| &e.def),
-            size,
-            cursor,
-            |prompts, next| ListPromptsResult {
-                next_cursor: next,
-                ..ListPromptsResult::new(prompts)
-            },
-        )
-    }
-
-    /// A page of `resources/list`.
-    pub(crate) fn resources_page(
-        &self,
-        size: usize,
-        cursor: Option<&str>,
-    ) -> HandlerResult<Listed<ListResourcesResult>> {
-        page(
-            &self.lists.resources,
-            self.resources.values().map(|e| &e.def),
-            size,
-            cursor,
-            |resources, next| ListResourcesResult {
-                next_cursor: next,
-                ..ListResourcesResult::new(resources)
-            },
-        )
-    }
-
-    /// A page of `resources/templates/list`.
-    pub(crate) fn templates_page(
-        &self,
-        size: usize,
-        cursor: Option<&str>,
-    ) -> HandlerResult<Listed<ListResourceTemplatesResult>> {
-        page(
-            &self.lists.templates,
-            self.templates.iter().map(|e| &e.def.template),
-            size,
-            cursor,
-            |templates, next| ListResourceTemplatesResult {
-                next_cursor: next,
-                ..ListResourceTemplatesResult::new(templates)
-            },
-        )
-    }
+    page_method!(
+        /// A page of `tools/list`.
+        tools_page, tools, ListToolsResult, |r| r.tools.values().map(|e| &e.def.tool)
+    );
+    page_method!(
+        /// A page of `prompts/list`.
+        prompts_page, prompts, ListPromptsResult, |r| r.prompts.values().map(|e| &e.def)
+    );
+    page_method!(
+        /// A page of `resources/list`.
+        resources_page, resources, ListResourcesResult,
+        |r| r.resources.values().map(|e| &e.def)
+    );
+    page_method!(
+        /// A page of `resources/templates/list`.
+        templates_page, templates, ListResourceTemplatesResult,
+        |r| r.templates.iter().map(|e| &e.def.template)
+    );
 }
 
 /// The registration error of a handler asking typed questions on a server without sealing.

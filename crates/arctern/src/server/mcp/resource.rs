@@ -4,7 +4,6 @@ use std::fmt::Display;
 
 use arctern_types::ErrorObject;
 use arctern_types::content::{BlobResourceContents, ResourceContents, TextResourceContents};
-use arctern_types::meta::JsonObject;
 use arctern_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
 use base64::Engine as _;
 
@@ -156,23 +155,13 @@ pub struct ResourceSpec {
 }
 
 impl ResourceSpec {
+    common_setters!(resource);
+
     /// A resource at `uri` called `name`.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceSpec {
             resource: Resource::new(uri, name),
         }
-    }
-
-    /// What the resource holds.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.resource.description = Some(description.into());
-        self
-    }
-
-    /// A human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.resource.title = Some(title.into());
-        self
     }
 
     /// The MIME type of the content.
@@ -184,12 +173,6 @@ impl ResourceSpec {
     /// The size in bytes, if known.
     pub fn size(mut self, size: u64) -> Self {
         self.resource.size = Some(size);
-        self
-    }
-
-    /// Resource `_meta`.
-    pub fn meta(mut self, meta: JsonObject) -> Self {
-        self.resource.meta = Some(meta);
         self
     }
 }
@@ -207,6 +190,8 @@ pub struct ResourceTemplateSpec {
 }
 
 impl ResourceTemplateSpec {
+    common_setters!(template);
+
     /// A template `uri_template` called `name`.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceTemplateSpec {
@@ -214,27 +199,9 @@ impl ResourceTemplateSpec {
         }
     }
 
-    /// What the resources hold.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.template.description = Some(description.into());
-        self
-    }
-
-    /// A human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.template.title = Some(title.into());
-        self
-    }
-
     /// The MIME type of the content.
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.template.mime_type = Some(mime_type.into());
-        self
-    }
-
-    /// Template `_meta`.
-    pub fn meta(mut self, meta: JsonObject) -> Self {
-        self.template.meta = Some(meta);
         self
     }
 }

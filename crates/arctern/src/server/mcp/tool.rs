@@ -139,6 +139,8 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    common_setters!(tool);
+
     /// A tool called `name`.
     pub fn new(name: impl Into<String>) -> Self {
         let mut tool = Tool::new(name, "", JsonObject::new());
@@ -149,35 +151,17 @@ impl ToolSpec {
         }
     }
 
-    /// The description the model reads.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.tool.description = Some(description.into());
-        self
-    }
-
-    /// A human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.tool.title = Some(title.into());
-        self
-    }
-
     /// Behaviour hints (read-only, destructive, idempotent, open-world).
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.tool.annotations = Some(annotations);
         self
     }
 
-    /// Tool `_meta`.
-    pub fn meta(mut self, meta: JsonObject) -> Self {
-        self.tool.meta = Some(meta);
-        self
-    }
-
     /// An explicit `inputSchema`, instead of the one derived from the handler's [`Args`]
     /// (useful with [`RawArgs`]).
     ///
-    /// [`Args`]: super::Args
-    /// [`RawArgs`]: super::RawArgs
+    /// [`Args`]: crate::server::extract::Args
+    /// [`RawArgs`]: crate::server::extract::RawArgs
     pub fn input_schema(mut self, schema: JsonObject) -> Self {
         self.tool.input_schema = schema;
         self.explicit_input_schema = true;

@@ -13,8 +13,8 @@
 //!   round. Each answer is pinned, inside the sealed request state, to the exact question it
 //!   answers: an answer to a question that was never asked in this form is ignored and the
 //!   question asked again.
-//! - **Manual form**: the handler reads [`Responses`] and [`RequestState`] itself and
-//!   returns an [`Outcome`](crate::server::Outcome).
+//! - **Manual form**: the handler reads [`Responses`] and [`HandlerState`] itself and
+//!   returns an [`Outcome`].
 //!
 //! Before anything is asked, the client's declared capabilities for this request are checked
 //! (form or URL elicitation, sampling, sampling with tools, roots); a question the client

@@ -12,7 +12,6 @@
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,12 +20,15 @@ use arctern_types::methods;
 use arctern_types::{ErrorObject, RequestId};
 use bytes::Bytes;
 use futures::StreamExt;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::server::connection::{Connection, Handling, Reply, RequestOrigin, TransportKind};
 use crate::server::{Handler, McpServer, Server};
 use crate::{Error, ErrorKind, Result};
+
+use super::frame::{Frame, Framer};
+use super::writer::write_lines;
 
 /// The default maximum length of one incoming line (one message): 4 MiB.
 pub const DEFAULT_MAX_LINE_LENGTH: usize = 4 * 1024 * 1024;
@@ -37,15 +39,9 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 /// The default time in-flight requests get to finish once the input has ended: 5 seconds.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// How much is read from the input at a time.
-const READ_CHUNK: usize = 64 * 1024;
-/// Size of the output buffer; larger messages are written straight through.
-const WRITE_BUFFER: usize = 64 * 1024;
 /// Outgoing messages queued before senders wait for the writer (backpressure from a client
 /// that reads slowly).
 const OUTBOX_CAPACITY: usize = 1024;
-/// Messages the writer takes off the queue at once.
-const WRITE_BATCH: usize = 64;
 /// How long the writer may take to flush what is queued once serving has ended; a client that
 /// stopped reading its end must not keep the server alive forever.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -503,178 +499,8 @@ async fn forward(reply: Handling, tx: mpsc::Sender<Bytes>, _permit: Option<Owned
     }
 }
 
-/// Writes queued messages, one per line, flushing whenever the queue runs dry.
-async fn write_lines<W: AsyncWrite + Unpin>(
-    mut rx: mpsc::Receiver<Bytes>,
-    writer: W,
-) -> io::Result<()> {
-    let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
-    while rx.recv_many(&mut batch, WRITE_BATCH).await > 0 {
-        for message in batch.drain(..) {
-            write_line(&mut out, &message).await?;
-        }
-        // Flushed as soon as nothing more is queued. Holding replies back to coalesce them
-        // (yielding to the other ready tasks first) cut the writes 32-fold in the benchmark
-        // but made client and server take turns, idling each other: 30 % fewer calls/s.
-        if rx.is_empty() {
-            out.flush().await?;
-        }
-    }
-    out.flush().await?;
-    out.shutdown().await
-}
-
-async fn write_line<W: AsyncWrite + Unpin>(
-    out: &mut BufWriter<W>,
-    message: &[u8],
-) -> io::Result<()> {
-    if message.is_empty() {
-        return Ok(());
-    }
-    if message.contains(&b'\n') || message.contains(&b'\r') {
-        // JSON allows raw line breaks only as whitespace between tokens (inside strings they
-        // are escaped), so blanking them keeps the message's meaning and keeps it on one line.
-        let flat: Vec<u8> = message
-            .iter()
-            .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
-            .collect();
-        out.write_all(&flat).await?;
-    } else {
-        out.write_all(message).await?;
-    }
-    out.write_all(b"\n").await
-}
-
-/// What the framer found in the buffered input.
-enum Frame {
-    /// A complete, non-blank line (its range in the buffer, line end excluded).
-    Line(Range<usize>),
-    /// A line over the length limit, already discarded.
-    TooLong,
-}
-
-/// Splits buffered input into lines, reusing one buffer, and skips over-long lines without
-/// holding them in memory.
-struct Framer {
-    buf: Vec<u8>,
-    /// Start of the current (incomplete) line.
-    start: usize,
-    /// Everything before this index has been searched for a newline.
-    scanned: usize,
-    max: usize,
-    /// Inside an over-long line: drop input up to the next newline.
-    discarding: bool,
-}
-
-impl Framer {
-    fn new(max: usize) -> Self {
-        Framer {
-            buf: Vec::with_capacity(READ_CHUNK),
-            start: 0,
-            scanned: 0,
-            max,
-            discarding: false,
-        }
-    }
-
-    /// The next complete line in the buffer, if any.
-    fn next_frame(&mut self) -> Option<Frame> {
-        loop {
-            let Some(offset) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
-                self.scanned = self.buf.len();
-                // `+ 1` leaves room for the `\r` of a `\r\n` line end still to come.
-                if self.discarding || self.buf.len() - self.start > self.max.saturating_add(1) {
-                    self.discarding = true;
-                    self.buf.clear();
-                    self.start = 0;
-                    self.scanned = 0;
-                }
-                return None;
-            };
-            let newline = self.scanned + offset;
-            let start = self.start;
-            self.start = newline + 1;
-            self.scanned = newline + 1;
-            if std::mem::take(&mut self.discarding) {
-                return Some(Frame::TooLong);
-            }
-            if let Some(frame) = self.frame(start, newline) {
-                return Some(frame);
-            }
-        }
-    }
-
-    /// At the end of the input: the last line, when it had no line end.
-    fn finish(&mut self) -> Option<Frame> {
-        let (start, end) = (self.start, self.buf.len());
-        self.start = end;
-        self.scanned = end;
-        if std::mem::take(&mut self.discarding) {
-            return Some(Frame::TooLong);
-        }
-        self.frame(start, end)
-    }
-
-    fn frame(&self, start: usize, mut end: usize) -> Option<Frame> {
-        if end > start && self.buf[end - 1] == b'\r' {
-            end -= 1;
-        }
-        let line = &self.buf[start..end];
-        if line.len() > self.max {
-            Some(Frame::TooLong)
-        } else if line.iter().all(u8::is_ascii_whitespace) {
-            None
-        } else {
-            Some(Frame::Line(start..end))
-        }
-    }
-
-    /// Drops consumed lines and makes room for the next read.
-    fn make_room(&mut self) {
-        if self.start == self.buf.len() {
-            self.buf.clear();
-            self.scanned = 0;
-        } else if self.start > 0 {
-            // Only the tail of one partial line moves.
-            self.buf.drain(..self.start);
-            self.scanned -= self.start;
-        }
-        self.start = 0;
-        if self.buf.capacity() > 4 * READ_CHUNK && self.buf.len() <= READ_CHUNK {
-            // Give back the memory a very large message needed.
-            self.buf.shrink_to(2 * READ_CHUNK);
-        }
-        self.buf.reserve(READ_CHUNK);
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn frames(max: usize, chunks: &[&[u8]]) -> Vec<Option<String>> {
-        let mut framer = Framer::new(max);
-        let mut out = Vec::new();
-        for chunk in chunks {
-            framer.make_room();
-            framer.buf.extend_from_slice(chunk);
-            while let Some(frame) = framer.next_frame() {
-                out.push(match frame {
-                    Frame::Line(r) => Some(String::from_utf8(framer.buf[r].to_vec()).unwrap()),
-                    Frame::TooLong => None,
-                });
-            }
-        }
-        if let Some(frame) = framer.finish() {
-            out.push(match frame {
-                Frame::Line(r) => Some(String::from_utf8(framer.buf[r].to_vec()).unwrap()),
-                Frame::TooLong => None,
-            });
-        }
-        out
-    }
-
     #[test]
     fn the_serving_future_is_small() {
         // The caller's future holds only the serving task's handle; the serving state lives
@@ -683,39 +509,5 @@ mod tests {
         let serving = server.serve_stdio();
         let size = std::mem::size_of_val(&serving);
         assert!(size <= 512, "serve_stdio's future is {size} bytes");
-    }
-
-    #[test]
-    fn splits_lines_across_chunks() {
-        assert_eq!(
-            frames(
-                100,
-                &[b"{\"a\"", b":1}\r\n\n  \r\n{\"b\":2}\n{\"c\"", b":3}"]
-            ),
-            vec![
-                Some("{\"a\":1}".into()),
-                Some("{\"b\":2}".into()),
-                Some("{\"c\":3}".into())
-            ]
-        );
-    }
-
-    #[test]
-    fn discards_long_lines_without_buffering_them() {
-        let long = vec![b'x'; 50];
-        let out = frames(
-            10,
-            &[&long, &long, b"xx\n{}\n", b"0123456789\r\n01234567890\n"],
-        );
-        assert_eq!(
-            out,
-            vec![None, Some("{}".into()), Some("0123456789".into()), None]
-        );
-        let mut framer = Framer::new(10);
-        framer.make_room();
-        framer.buf.extend_from_slice(&long);
-        assert!(framer.next_frame().is_none());
-        assert!(framer.buf.is_empty(), "an over-long line is not kept");
-        assert_eq!(frames(10, &[&long]), vec![None]);
     }
 }
