@@ -69,7 +69,9 @@ impl Challenge {
             .filter(|s| {
                 *s != OFFLINE_ACCESS
                     && !s.is_empty()
-                    && s.bytes().all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
+                    && s.bytes().all(|b| {
+                        b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b)
+                    })
             })
             .collect();
         if scopes.is_empty() {

@@ -220,7 +220,9 @@ impl Dpop {
         now: u64,
     ) -> Result<Proof, AuthError> {
         if proof.len() > self.config.max_proof_size {
-            return Err(AuthError::InvalidDpopProof("the DPoP proof is too large".into()));
+            return Err(AuthError::InvalidDpopProof(
+                "the DPoP proof is too large".into(),
+            ));
         }
         let mut check = DpopCheck::new(method, url)
             .access_token(token)
@@ -231,7 +233,12 @@ impl Dpop {
             tracing::debug!(error = %e, "refused a DPoP proof");
             AuthError::InvalidDpopProof("the DPoP proof is not valid for this request".into())
         })?;
-        if self.config.nonces && !verified.nonce.as_deref().is_some_and(|n| self.nonce_valid(n, now)) {
+        if self.config.nonces
+            && !verified
+                .nonce
+                .as_deref()
+                .is_some_and(|n| self.nonce_valid(n, now))
+        {
             return Err(AuthError::UseDpopNonce);
         }
         let digest = ring::digest::digest(
@@ -253,7 +260,12 @@ impl Dpop {
     }
 
     /// Checks that the token is bound to the proof's key, then records the proof's `jti`.
-    pub(crate) fn bind(&self, proof: Proof, token: &VerifiedToken, now: u64) -> Result<(), AuthError> {
+    pub(crate) fn bind(
+        &self,
+        proof: Proof,
+        token: &VerifiedToken,
+        now: u64,
+    ) -> Result<(), AuthError> {
         match token.dpop_jkt.as_deref() {
             Some(jkt) if jkt == proof.jkt => {}
             Some(_) => {
@@ -266,13 +278,17 @@ impl Dpop {
         let mut replay = self.replay.lock().unwrap_or_else(|e| e.into_inner());
         match replay.insert(proof.replay_key, proof.until, now) {
             Insert::New => Ok(()),
-            Insert::Seen => Err(AuthError::InvalidDpopProof("the DPoP proof was used before".into())),
+            Insert::Seen => Err(AuthError::InvalidDpopProof(
+                "the DPoP proof was used before".into(),
+            )),
             Insert::Full => {
                 tracing::warn!(
                     capacity = self.config.replay_capacity,
                     "the DPoP replay cache is full; refusing proofs until entries expire"
                 );
-                Err(AuthError::InvalidDpopProof("the DPoP proof cannot be accepted now".into()))
+                Err(AuthError::InvalidDpopProof(
+                    "the DPoP proof cannot be accepted now".into(),
+                ))
             }
         }
     }

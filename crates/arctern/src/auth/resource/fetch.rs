@@ -104,7 +104,7 @@ pub(crate) struct HyperFetch {
 }
 
 impl HyperFetch {
-    pub(crate) fn new(config: FetchConfig) -> Arc<dyn Fetch> {
+    pub(crate) fn shared(config: FetchConfig) -> Arc<dyn Fetch> {
         Arc::new(HyperFetch {
             config,
             #[cfg(feature = "tls")]
@@ -133,7 +133,10 @@ impl HyperFetch {
             _ => return Err(format!("unsupported URL {uri}")),
         };
         let authority = uri.authority().ok_or("a URL without a host")?.clone();
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
         let tcp = TcpStream::connect((host, port))
             .await
@@ -168,7 +171,11 @@ impl HyperFetch {
         self.exchange(TokioIo::new(tcp), http_request).await
     }
 
-    async fn exchange<T>(&self, io: T, request: Request<Full<Bytes>>) -> Result<FetchResponse, String>
+    async fn exchange<T>(
+        &self,
+        io: T,
+        request: Request<Full<Bytes>>,
+    ) -> Result<FetchResponse, String>
     where
         T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
@@ -179,7 +186,10 @@ impl HyperFetch {
             let _ = connection.await;
         });
         let result = async {
-            let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| e.to_string())?;
             let status = response.status();
             let body = Limited::new(response.into_body(), self.config.max_response_size)
                 .collect()

@@ -206,7 +206,11 @@ impl IntrospectionVerifierBuilder {
     }
 
     /// `client_secret_basic`.
-    pub fn client_secret_basic(self, client_id: impl Into<String>, secret: impl Into<String>) -> Self {
+    pub fn client_secret_basic(
+        self,
+        client_id: impl Into<String>,
+        secret: impl Into<String>,
+    ) -> Self {
         self.auth(IntrospectionAuth::ClientSecretBasic {
             client_id: client_id.into(),
             client_secret: secret.into(),
@@ -256,8 +260,7 @@ impl IntrospectionVerifierBuilder {
         let endpoint: Uri = self.endpoint.parse().map_err(|e| {
             Error::new(ErrorKind::Config, "invalid introspection endpoint").with_source(e)
         })?;
-        if !matches!(endpoint.scheme_str(), Some("http" | "https")) || endpoint.host().is_none()
-        {
+        if !matches!(endpoint.scheme_str(), Some("http" | "https")) || endpoint.host().is_none() {
             return Err(Error::new(
                 ErrorKind::Config,
                 "the introspection endpoint must be an http(s) URL",
@@ -275,7 +278,7 @@ impl IntrospectionVerifierBuilder {
                 cache_ttl: self.cache_ttl.as_secs(),
                 max_entries: self.max_entries,
                 clock: self.clock,
-                fetch: HyperFetch::new(self.fetch),
+                fetch: HyperFetch::shared(self.fetch),
                 cache: Mutex::new(HashMap::new()),
             }),
         })
@@ -325,7 +328,10 @@ impl Inner {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/x-www-form-urlencoded"),
         );
-        headers.insert(http::header::ACCEPT, HeaderValue::from_static("application/json"));
+        headers.insert(
+            http::header::ACCEPT,
+            HeaderValue::from_static("application/json"),
+        );
         let header = |value: String| {
             HeaderValue::try_from(value)
                 .map_err(|_| AuthError::Unavailable("invalid introspection credentials".into()))
@@ -338,7 +344,10 @@ impl Inner {
             } => {
                 let pair = format!("{}:{}", form_encode(client_id), form_encode(client_secret));
                 let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-                headers.insert(http::header::AUTHORIZATION, header(format!("Basic {encoded}"))?);
+                headers.insert(
+                    http::header::AUTHORIZATION,
+                    header(format!("Basic {encoded}"))?,
+                );
             }
             IntrospectionAuth::ClientSecretPost {
                 client_id,
@@ -356,7 +365,9 @@ impl Inner {
                 audience,
             } => {
                 let assertion = client_assertion(key, client_id, audience, Duration::from_secs(60))
-                    .map_err(|e| AuthError::Unavailable(format!("signing a client assertion: {e}")))?;
+                    .map_err(|e| {
+                        AuthError::Unavailable(format!("signing a client assertion: {e}"))
+                    })?;
                 form.push_str(&format!(
                     "&client_id={}&client_assertion_type={}&client_assertion={}",
                     form_encode(client_id),
@@ -365,7 +376,10 @@ impl Inner {
                 ));
             }
             IntrospectionAuth::Bearer(token) => {
-                headers.insert(http::header::AUTHORIZATION, header(format!("Bearer {token}"))?);
+                headers.insert(
+                    http::header::AUTHORIZATION,
+                    header(format!("Bearer {token}"))?,
+                );
             }
         }
         Ok(FetchRequest {
@@ -376,12 +390,17 @@ impl Inner {
         })
     }
 
-    fn judge(&self, mut answer: serde_json::Map<String, Value>, now: u64) -> Result<VerifiedToken, AuthError> {
+    fn judge(
+        &self,
+        mut answer: serde_json::Map<String, Value>,
+        now: u64,
+    ) -> Result<VerifiedToken, AuthError> {
         if answer.remove("active") != Some(Value::Bool(true)) {
             return Err(AuthError::invalid_token("the token is not active"));
         }
-        let claims: Claims = serde_json::from_value(Value::Object(answer))
-            .map_err(|_| AuthError::Unavailable("the introspection response is malformed".into()))?;
+        let claims: Claims = serde_json::from_value(Value::Object(answer)).map_err(|_| {
+            AuthError::Unavailable("the introspection response is malformed".into())
+        })?;
         if let Some(exp) = claims.exp
             && now >= exp.saturating_add(self.leeway)
         {
@@ -394,10 +413,14 @@ impl Inner {
         }
         match &claims.aud {
             Some(aud) if !self.audiences.iter().any(|a| aud.contains(a)) => {
-                return Err(AuthError::invalid_token("the token is not for this resource (aud)"));
+                return Err(AuthError::invalid_token(
+                    "the token is not for this resource (aud)",
+                ));
             }
             None if self.require_audience => {
-                return Err(AuthError::invalid_token("the token names no audience (aud)"));
+                return Err(AuthError::invalid_token(
+                    "the token names no audience (aud)",
+                ));
             }
             _ => {}
         }
@@ -428,14 +451,10 @@ impl Inner {
         if let Some(hit) = self.cached(&key, now) {
             return Ok(hit);
         }
-        let response = self
-            .fetch
-            .fetch(self.request(token)?)
-            .await
-            .map_err(|e| {
-                tracing::warn!(endpoint = %self.endpoint, error = %e, "token introspection failed");
-                AuthError::Unavailable("the introspection endpoint cannot be reached".into())
-            })?;
+        let response = self.fetch.fetch(self.request(token)?).await.map_err(|e| {
+            tracing::warn!(endpoint = %self.endpoint, error = %e, "token introspection failed");
+            AuthError::Unavailable("the introspection endpoint cannot be reached".into())
+        })?;
         if response.status != StatusCode::OK {
             tracing::warn!(endpoint = %self.endpoint, status = %response.status, "the introspection endpoint answered with an error");
             return Err(AuthError::Unavailable(
@@ -443,7 +462,9 @@ impl Inner {
             ));
         }
         let answer: serde_json::Map<String, Value> = serde_json::from_slice(&response.body)
-            .map_err(|_| AuthError::Unavailable("the introspection response is malformed".into()))?;
+            .map_err(|_| {
+                AuthError::Unavailable("the introspection response is malformed".into())
+            })?;
         let verified = self.judge(answer, now)?;
         self.remember(key, &verified, now);
         Ok(verified)

@@ -215,15 +215,15 @@ impl JwtVerifierBuilder {
         let keys = match (self.jwks, self.jwks_uri) {
             (Some(set), None) => Keys::Static(Arc::new(set)),
             (None, Some(uri)) => {
-                let uri: Uri = uri
-                    .parse()
-                    .map_err(|e| Error::new(ErrorKind::Config, "invalid jwks_uri").with_source(e))?;
+                let uri: Uri = uri.parse().map_err(|e| {
+                    Error::new(ErrorKind::Config, "invalid jwks_uri").with_source(e)
+                })?;
                 if !matches!(uri.scheme_str(), Some("http" | "https")) {
                     return Err(config("the jwks_uri must be an http(s) URL"));
                 }
                 Keys::Remote(Box::new(JwksCache {
                     uri,
-                    fetch: HyperFetch::new(self.fetch),
+                    fetch: HyperFetch::shared(self.fetch),
                     ttl: self.ttl.as_secs(),
                     refetch: self.refetch.as_secs(),
                     max_keys: self.max_keys,
@@ -231,7 +231,11 @@ impl JwtVerifierBuilder {
                     refresh: tokio::sync::Mutex::new(()),
                 }))
             }
-            _ => return Err(config("the JWT verifier needs exactly one of jwks_uri and jwks")),
+            _ => {
+                return Err(config(
+                    "the JWT verifier needs exactly one of jwks_uri and jwks",
+                ));
+            }
         };
         Ok(JwtVerifier {
             inner: Arc::new(Inner {
@@ -272,11 +276,15 @@ impl JwtVerifier {
             _ => AuthError::invalid_token("the token is not a well-formed JWT"),
         })?;
         if !inner.algorithms.contains(&jws.algorithm()) {
-            return Err(AuthError::invalid_token("the token's algorithm is not accepted"));
+            return Err(AuthError::invalid_token(
+                "the token's algorithm is not accepted",
+            ));
         }
         let typ = jws.header().typ.as_deref();
         if typ.is_some_and(|t| type_matches(t, "dpop+jwt")) {
-            return Err(AuthError::invalid_token("a DPoP proof is not an access token"));
+            return Err(AuthError::invalid_token(
+                "a DPoP proof is not an access token",
+            ));
         }
         if let Some(expected) = &inner.required_type
             && !typ.is_some_and(|t| type_matches(t, expected))
@@ -289,10 +297,12 @@ impl JwtVerifier {
                 let now = inner.clock.now_unix();
                 let (set, generation) = cache.current(now).await?;
                 match jws.verify_with_set(&set, &inner.algorithms) {
-                    Err(JoseError::UnknownKey(kid)) => match cache.refresh_for_unknown_key(generation, now).await {
-                        Some(set) => jws.verify_with_set(&set, &inner.algorithms),
-                        None => Err(JoseError::UnknownKey(kid)),
-                    },
+                    Err(JoseError::UnknownKey(kid)) => {
+                        match cache.refresh_for_unknown_key(generation, now).await {
+                            Some(set) => jws.verify_with_set(&set, &inner.algorithms),
+                            None => Err(JoseError::UnknownKey(kid)),
+                        }
+                    }
                     other => other,
                 }
             }
@@ -318,7 +328,9 @@ impl JwtVerifier {
             .as_ref()
             .is_some_and(|aud| inner.audiences.iter().any(|a| aud.contains(a)));
         if !audience_ok {
-            return Err(AuthError::invalid_token("the token is not for this resource (aud)"));
+            return Err(AuthError::invalid_token(
+                "the token is not for this resource (aud)",
+            ));
         }
         VerifiedToken::from_claims(inner.issuer.clone(), claims)
     }

@@ -21,9 +21,8 @@ use super::token::{AuthError, VerifiedToken};
 use super::{DPOP_NONCE, ProtectedResource};
 use crate::server::Principal;
 
-const EXPOSED: HeaderValue = HeaderValue::from_static(
-    "WWW-Authenticate, DPoP-Nonce, Mcp-Session-Id, Mcp-Protocol-Version",
-);
+const EXPOSED: HeaderValue =
+    HeaderValue::from_static("WWW-Authenticate, DPoP-Nonce, Mcp-Session-Id, Mcp-Protocol-Version");
 const METHODS: HeaderValue = HeaderValue::from_static("GET, POST, DELETE, OPTIONS");
 const DEFAULT_HEADERS: HeaderValue = HeaderValue::from_static(
     "authorization, content-type, accept, dpop, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id",
@@ -100,8 +99,12 @@ impl Cors {
         match &self.origins {
             None => Some(HeaderValue::from_static("*")),
             Some(list) => {
-                let o = origin.to_str().ok()?.trim_end_matches('/').to_ascii_lowercase();
-                list.iter().any(|a| *a == o).then(|| origin.clone())
+                let o = origin
+                    .to_str()
+                    .ok()?
+                    .trim_end_matches('/')
+                    .to_ascii_lowercase();
+                list.contains(&o).then(|| origin.clone())
             }
         }
     }
@@ -137,7 +140,10 @@ impl Cors {
                     })
                 })
                 .cloned();
-            out.insert(ACCESS_CONTROL_ALLOW_HEADERS, asked.unwrap_or(DEFAULT_HEADERS));
+            out.insert(
+                ACCESS_CONTROL_ALLOW_HEADERS,
+                asked.unwrap_or(DEFAULT_HEADERS),
+            );
             out.insert(ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED);
             if let Ok(age) = HeaderValue::try_from(self.max_age.as_secs().to_string()) {
                 out.insert(ACCESS_CONTROL_MAX_AGE, age);
@@ -150,7 +156,9 @@ impl Cors {
         self.enabled
             && request.method() == Method::OPTIONS
             && request.headers().contains_key(ORIGIN)
-            && request.headers().contains_key(ACCESS_CONTROL_REQUEST_METHOD)
+            && request
+                .headers()
+                .contains_key(ACCESS_CONTROL_REQUEST_METHOD)
     }
 }
 
@@ -206,7 +214,10 @@ struct Credential<'a> {
 impl ProtectedResource {
     /// Checks a request's credentials (everything but the response): the verified token,
     /// or why not, and whether the request used the `DPoP` scheme.
-    pub async fn authenticate(&self, parts: &http::request::Parts) -> (Result<VerifiedToken, AuthError>, bool) {
+    pub async fn authenticate(
+        &self,
+        parts: &http::request::Parts,
+    ) -> (Result<VerifiedToken, AuthError>, bool) {
         let credential = match credential(parts, self.inner.max_token_size) {
             Ok(c) => c,
             Err(e) => return (Err(e), false),
@@ -215,22 +226,30 @@ impl ProtectedResource {
         (self.check(parts, credential).await, dpop)
     }
 
-    async fn check(&self, parts: &http::request::Parts, credential: Credential<'_>) -> Result<VerifiedToken, AuthError> {
+    async fn check(
+        &self,
+        parts: &http::request::Parts,
+        credential: Credential<'_>,
+    ) -> Result<VerifiedToken, AuthError> {
         let inner = &*self.inner;
         let now = inner.clock.now_unix();
         let proof: Option<Proof> = match (&inner.dpop, credential.dpop) {
             (None, true) => return Err(AuthError::invalid_token("DPoP is not accepted here")),
             (Some(d), false) if d.config.required => {
-                return Err(AuthError::invalid_token("this resource accepts DPoP-bound tokens only"));
+                return Err(AuthError::invalid_token(
+                    "this resource accepts DPoP-bound tokens only",
+                ));
             }
             (Some(d), true) => {
                 let mut proofs = parts.headers.get_all("dpop").iter();
                 let (Some(proof), None) = (proofs.next(), proofs.next()) else {
-                    return Err(AuthError::InvalidDpopProof("exactly one DPoP header is required".into()));
+                    return Err(AuthError::InvalidDpopProof(
+                        "exactly one DPoP header is required".into(),
+                    ));
                 };
-                let proof = proof
-                    .to_str()
-                    .map_err(|_| AuthError::InvalidDpopProof("the DPoP header is not ASCII".into()))?;
+                let proof = proof.to_str().map_err(|_| {
+                    AuthError::InvalidDpopProof("the DPoP header is not ASCII".into())
+                })?;
                 let url = format!("{}{}", inner.origin, parts.uri.path());
                 Some(d.check_proof(proof, parts.method.as_str(), &url, credential.token, now)?)
             }
@@ -267,7 +286,11 @@ fn credential(parts: &http::request::Parts, max: usize) -> Result<Credential<'_>
     let mut values = parts.headers.get_all(AUTHORIZATION).iter();
     let value = match (values.next(), values.next()) {
         (None, _) => return Err(AuthError::Missing),
-        (Some(_), Some(_)) => return Err(AuthError::InvalidRequest("more than one Authorization header")),
+        (Some(_), Some(_)) => {
+            return Err(AuthError::InvalidRequest(
+                "more than one Authorization header",
+            ));
+        }
         (Some(v), None) => v,
     };
     if value.len() > max + 16 {
@@ -300,7 +323,10 @@ fn credential(parts: &http::request::Parts, max: usize) -> Result<Credential<'_>
 
 impl<S, ReqBody, ResBody> tower_service::Service<Request<ReqBody>> for AuthService<S>
 where
-    S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
     ReqBody: Send + 'static,
@@ -334,7 +360,9 @@ where
                     parts.extensions.insert(Principal(token.principal()));
                     parts.extensions.insert(token);
                     let response = inner.call(Request::from_parts(parts, body)).await?;
-                    let mut response = response.map(|b| AuthBody { kind: Kind::Inner { body: b } });
+                    let mut response = response.map(|b| AuthBody {
+                        kind: Kind::Inner { body: b },
+                    });
                     if dpop
                         && let Some(d) = &resource.inner.dpop
                         && d.config.nonces

@@ -84,7 +84,10 @@ impl MetadataService {
             Method::GET | Method::HEAD => {
                 let headers = response.headers_mut();
                 headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                headers.insert(CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+                headers.insert(
+                    CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=300"),
+                );
                 if request.method() == Method::GET {
                     *response.body_mut() = Full::new(self.body.clone());
                 }
@@ -96,7 +99,10 @@ impl MetadataService {
                     http::header::ACCESS_CONTROL_ALLOW_METHODS,
                     HeaderValue::from_static("GET, HEAD, OPTIONS"),
                 );
-                headers.insert(http::header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+                headers.insert(
+                    http::header::ACCESS_CONTROL_MAX_AGE,
+                    HeaderValue::from_static("600"),
+                );
             }
             _ => {
                 *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;

@@ -110,7 +110,10 @@ impl fmt::Debug for ProtectedResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProtectedResource")
             .field("resource", &self.inner.metadata.resource)
-            .field("authorization_servers", &self.inner.metadata.authorization_servers)
+            .field(
+                "authorization_servers",
+                &self.inner.metadata.authorization_servers,
+            )
             .field("required_scopes", &self.inner.required_scopes)
             .finish_non_exhaustive()
     }
@@ -212,9 +215,14 @@ impl ProtectedResource {
         };
         let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
         let dpop_error = dpop
-            || matches!(error, AuthError::InvalidDpopProof(_) | AuthError::UseDpopNonce);
+            || matches!(
+                error,
+                AuthError::InvalidDpopProof(_) | AuthError::UseDpopNonce
+            );
         let decorate = |challenge: Challenge, carries_error: bool| {
-            let mut c = challenge.resource_metadata(&inner.metadata_url).scope(&scopes);
+            let mut c = challenge
+                .resource_metadata(&inner.metadata_url)
+                .scope(&scopes);
             if carries_error && let Some(code) = error.code() {
                 c = c.error(code);
                 if let Some(d) = error.description() {
@@ -229,7 +237,10 @@ impl ProtectedResource {
             values.push(decorate(Challenge::bearer(), !dpop_error));
         }
         if let Some(config) = dpop_config {
-            values.push(decorate(Challenge::dpop().algs(&config.algorithms), dpop_error));
+            values.push(decorate(
+                Challenge::dpop().algs(&config.algorithms),
+                dpop_error,
+            ));
         }
         values
     }
@@ -379,7 +390,9 @@ impl ProtectedResourceBuilder {
             .verifier
             .ok_or_else(|| config("a protected resource needs a token verifier"))?;
         if self.authorization_servers.is_empty() {
-            return Err(config("a protected resource needs at least one authorization server"));
+            return Err(config(
+                "a protected resource needs at least one authorization server",
+            ));
         }
         if self.resource.contains(['#', '?']) {
             return Err(config("the resource URI must have no query or fragment"));
@@ -403,7 +416,10 @@ impl ProtectedResourceBuilder {
         let keep = |scopes: Vec<String>| -> Vec<String> {
             scopes.into_iter().filter(|s| s != OFFLINE_ACCESS).collect()
         };
-        let dpop = self.dpop.enabled.then(|| dpop::Dpop::new(self.dpop.clone()));
+        let dpop = self
+            .dpop
+            .enabled
+            .then(|| dpop::Dpop::new(self.dpop.clone()));
         let metadata = ProtectedResourceMetadata {
             resource: self.resource.clone(),
             authorization_servers: self.authorization_servers,
@@ -412,13 +428,20 @@ impl ProtectedResourceBuilder {
             resource_name: self.resource_name,
             resource_documentation: self.resource_documentation,
             dpop_signing_alg_values_supported: dpop.as_ref().map(|d| {
-                d.config.algorithms.iter().map(|a| a.as_str().to_owned()).collect()
+                d.config
+                    .algorithms
+                    .iter()
+                    .map(|a| a.as_str().to_owned())
+                    .collect()
             }),
             dpop_bound_access_tokens_required: dpop.as_ref().map(|d| d.config.required),
             extra: serde_json::Map::new(),
         };
         let required_scopes = keep(self.required_scopes);
-        let challenge_scopes = keep(self.challenge_scopes.unwrap_or_else(|| required_scopes.clone()));
+        let challenge_scopes = keep(
+            self.challenge_scopes
+                .unwrap_or_else(|| required_scopes.clone()),
+        );
         Ok(ProtectedResource {
             inner: Arc::new(Inner {
                 origin,
