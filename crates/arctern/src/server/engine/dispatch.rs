@@ -322,11 +322,13 @@ impl<H: Handler> Server<H> {
                 if let Err(error) = refused {
                     return Err(Box::new(move |id| invalid(Some(&id), &error)));
                 }
-                let error = if mrtr_method(method) && bad_request_state(raw) {
-                    malformed_state()
-                } else {
-                    ErrorObject::invalid_params(format!("Invalid params: {e}"))
-                };
+                // A requestState that is not one string gets exactly what a token that fails
+                // to open gets (HTTP 400 too, as the Python reference answers).
+                if mrtr_method(method) && bad_request_state(raw) {
+                    let error = malformed_state();
+                    return Err(Box::new(move |id| invalid(Some(&id), &error)));
+                }
+                let error = ErrorObject::invalid_params(format!("Invalid params: {e}"));
                 return Err(Box::new(move |id| {
                     Reply::response(encode_error(Some(&id), &error))
                 }));
