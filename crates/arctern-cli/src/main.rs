@@ -1,7 +1,7 @@
 //! The `arctern` command: serve a demo MCP server, and call any MCP server from a terminal.
 //!
 //! ```text
-//! arctern serve [--port 8000] [--stdio]              the demo server
+//! arctern serve [--bind 127.0.0.1] [--port 8000] [--stdio]   the demo server
 //! arctern call <URL> <TOOL> [--arg K=V]... [--json '{…}']
 //! arctern call --stdio "<COMMAND>" <TOOL> ...         the same, with the server as a child process
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
@@ -51,7 +51,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use arctern::client::Client;
-use arctern::transport::http::HttpServer;
+use arctern::transport::http::{HttpConfig, HttpServer};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
@@ -107,10 +107,19 @@ enum Command {
     /// they finish, a prompt and a resource template that ask too, and the benchmark's echo
     /// and confirm.
     Serve {
-        /// Port to listen on (127.0.0.1 only; 0 picks a free one). With --output json, the
-        /// first line on stdout is {"url": "…"}.
+        /// Port to listen on (0 picks a free one). With --output json, the first line on
+        /// stdout is {"url": "…"}.
         #[arg(long, default_value_t = 8000)]
         port: u16,
+        /// Address to listen on. 0.0.0.0 (in a container, say) answers only requests whose
+        /// Host is a loopback name (localhost, 127.0.0.1) unless --allow-host names others:
+        /// the defence against DNS rebinding.
+        #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+        bind: std::net::IpAddr,
+        /// A Host the server answers besides loopback names, such as mcp.example.com or
+        /// mcp.example.com:8000 (repeatable).
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
         /// Serve over stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
@@ -248,7 +257,12 @@ async fn main() -> ExitCode {
     };
     let format = cli.output;
     let outcome = match cli.command {
-        Command::Serve { port, stdio } => serve(port, stdio, format)
+        Command::Serve {
+            port,
+            bind,
+            allow_hosts,
+            stdio,
+        } => serve((bind, port), &allow_hosts, stdio, format)
             .await
             .map(|()| Exit::Ok)
             .map_err(|e| Failure::new(Exit::Connection, format!("serve: {e}"))),
@@ -274,17 +288,39 @@ async fn main() -> ExitCode {
 
 /// Serves the demo until Ctrl-C. With `--output json` over HTTP, the first line on stdout is
 /// `{"url": …}`, for scripts that start the server on `--port 0`.
-async fn serve(port: u16, stdio: bool, format: Format) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve(
+    addr: (std::net::IpAddr, u16),
+    allow_hosts: &[String],
+    stdio: bool,
+    format: Format,
+) -> Result<(), Box<dyn std::error::Error>> {
     let server = demo::server()?;
     if stdio {
         server.serve_stdio().await?;
         return Ok(());
     }
+    // Loopback names stay allowed next to the listed hosts.
+    let config = allow_hosts
+        .iter()
+        .fold(HttpConfig::new().localhost_only(true), |c, h| {
+            c.allow_host(h)
+        });
     let bound = HttpServer::new(server)
-        .bind(("127.0.0.1", port))
+        .bind(addr)
+        .config(config)
         .listen()
         .await?;
-    let url = bound.url();
+    let local = bound.local_addr();
+    // Bound to every interface, the server is reached (and answers) under a loopback name.
+    let url = match local.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            format!("http://127.0.0.1:{}/mcp", local.port())
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+            format!("http://[::1]:{}/mcp", local.port())
+        }
+        _ => bound.url(),
+    };
     if format == Format::Json {
         output::line(
             false,

@@ -1056,7 +1056,7 @@ async fn dns_rebinding_protection() {
     assert_eq!(resp.status, 403);
     s.stop().await;
 
-    // Checking turned off: any Host, and the Origin must be the same origin.
+    // Checking turned off: any Host, and an Origin only when allowed.
     let s = start_with(HttpConfig::new().localhost_only(false)).await;
     let call = || s.rpc(json!(1), "tools/list", json!({}));
     let resp = call().header("host", "mcp.example.com").send().await;

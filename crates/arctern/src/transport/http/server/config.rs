@@ -26,10 +26,14 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// - With **localhost-only** checking on, `Host` must name `localhost`, a `127.0.0.0/8`
 ///   address or `[::1]` (any port), or a host added with [`allow_host`](Self::allow_host);
 ///   a request without a host is refused. On by default for [`StreamableHttpService`]
-///   and, for [`HttpServer`], whenever it is bound to a loopback address.
+///   and, for [`HttpServer`], whenever it is bound to a loopback address or to every
+///   interface (`0.0.0.0`, `[::]`).
 /// - `Origin`, when present, must be one added with [`allow_origin`](Self::allow_origin),
-///   the same origin as `Host`, or (with localhost-only checking on) a loopback origin. The
-///   opaque origin `null` is refused unless allowed explicitly.
+///   the same origin as a `Host` that was checked (allowed or loopback), or (with
+///   localhost-only checking on) a loopback origin. When `Host` is not checked at all
+///   (localhost-only off and no allowed host), only allowed origins pass: a rebound name
+///   sends an `Origin` equal to its `Host`. The opaque origin `null` is refused unless
+///   allowed explicitly.
 ///
 /// Refused requests get `403 Forbidden`.
 ///
@@ -91,8 +95,9 @@ impl HttpConfig {
 
     /// Turns localhost-only `Host`/`Origin` checking on or off, overriding the default (on
     /// for the tower service; for the standalone server, on when bound to a loopback
-    /// address). Turn it off for a server reached under a public name, and list that name
-    /// with [`allow_host`](Self::allow_host) to keep `Host` checked.
+    /// address or to every interface). Turn it off for a server reached under a public
+    /// name, and list that name with [`allow_host`](Self::allow_host) to keep `Host`
+    /// checked.
     pub fn localhost_only(mut self, enabled: bool) -> Self {
         self.localhost_only = Some(enabled);
         self

@@ -29,9 +29,14 @@ impl Guard {
         }
     }
 
+    /// Whether `Host` is checked at all: localhost-only mode, or a list of allowed hosts.
+    pub(crate) fn checks_host(&self) -> bool {
+        self.localhost_only || !self.config.allowed_hosts.is_empty()
+    }
+
     pub(crate) fn check(&self, parts: &Parts) -> Result<(), Denied> {
         let host = request_host(parts);
-        let check_host = self.localhost_only || !self.config.allowed_hosts.is_empty();
+        let check_host = self.checks_host();
         let authority = match host.and_then(parse_authority) {
             Some(a) => Some(a),
             None if check_host => return Err(Denied::Host),
@@ -53,7 +58,10 @@ impl Guard {
         let Ok(origin) = origin.to_str() else {
             return Err(Denied::Origin);
         };
-        if self.origin_allowed(origin.trim(), authority) {
+        // "Same origin as Host" means something only once Host itself was checked: in a
+        // DNS-rebinding attack both name the attacker's host.
+        let validated_host = authority.filter(|_| check_host);
+        if self.origin_allowed(origin.trim(), validated_host) {
             Ok(())
         } else {
             Err(Denied::Origin)
@@ -84,7 +92,7 @@ impl Guard {
         if self.localhost_only && is_loopback(name) {
             return true;
         }
-        // Same origin as the Host the request was sent to.
+        // Same origin as the (validated) Host the request was sent to.
         let Some((host_name, host_port)) = host else {
             return false;
         };
@@ -281,7 +289,15 @@ mod tests {
                 Some("https://mcp.example.com")
             )),
             Ok(()),
-            "same origin"
+            "same origin as a checked Host"
+        );
+        assert_eq!(
+            g.check(&parts(
+                Some("mcp.example.com"),
+                Some("http://mcp.example.com:80")
+            )),
+            Ok(()),
+            "default port"
         );
         assert_eq!(
             g.check(&parts(
@@ -297,17 +313,14 @@ mod tests {
         let g = Guard::new(HttpConfig::new(), false);
         assert_eq!(g.check(&parts(Some("anything.example"), None)), Ok(()));
         assert_eq!(g.check(&parts(None, None)), Ok(()));
+        // Host is not checked, so an Origin equal to it proves nothing (a rebound name
+        // sends both): only allowed origins pass.
         assert_eq!(
             g.check(&parts(
-                Some("a.example:8080"),
-                Some("http://a.example:8080")
+                Some("rebind.attacker.test:8080"),
+                Some("http://rebind.attacker.test:8080")
             )),
-            Ok(())
-        );
-        assert_eq!(
-            g.check(&parts(Some("a.example"), Some("http://a.example:80"))),
-            Ok(()),
-            "default port"
+            Err(Denied::Origin)
         );
         assert_eq!(
             g.check(&parts(
@@ -315,6 +328,11 @@ mod tests {
                 Some("http://a.example:9090")
             )),
             Err(Denied::Origin)
+        );
+        let listed = Guard::new(HttpConfig::new().allow_origin("http://a.example"), false);
+        assert_eq!(
+            listed.check(&parts(Some("a.example"), Some("http://a.example"))),
+            Ok(())
         );
         assert_eq!(
             g.check(&parts(Some("a.example"), Some("http://evil.com"))),

@@ -62,7 +62,10 @@ pub use tls::TlsReloader;
 /// [`Server`] that has been shut down stays shut down: serving it again returns at once.
 ///
 /// Localhost-only `Host`/`Origin` checking (see [`HttpConfig`]) is on by default when the
-/// server is bound to a loopback address.
+/// server is bound to a loopback address or to every interface (`0.0.0.0`, `[::]`), which
+/// loopback clients reach too; name the hosts clients use with
+/// [`HttpConfig::allow_host`]. A server bound to another address with no allowed host
+/// checks only `Origin`, and says so at start-up with a warning.
 ///
 /// With the `tls` feature, [`tls`](Self::tls) serves HTTPS (see [`TlsConfig`]).
 pub struct HttpServer<H> {
@@ -179,9 +182,13 @@ impl<H: Handler> HttpServer<H> {
             None => None,
         };
         let local_addr = listener.local_addr()?;
-        let loopback = local_addr.ip().is_loopback();
+        // A wildcard bind (0.0.0.0, [::]) answers on loopback too, so it gets the loopback
+        // default: Host must be a loopback name unless hosts are allowed explicitly.
+        let ip = local_addr.ip();
+        let local_default = ip.is_loopback() || ip.is_unspecified();
+        warn_about_exposure(&local_addr, &self.config, local_default);
         let service =
-            StreamableHttpService::with_default_localhost(self.server, self.config, loopback);
+            StreamableHttpService::with_default_localhost(self.server, self.config, local_default);
         tracing::info!(%local_addr, path = %self.path, "MCP Streamable HTTP server listening");
         Ok(BoundHttpServer {
             listener,
@@ -339,6 +346,28 @@ impl<H: Handler> BoundHttpServer<H> {
             connections.shutdown().await;
         }
         Ok(())
+    }
+}
+
+/// Warns at start-up when the bind leaves the server open to DNS rebinding, or answers
+/// fewer hosts than its operator may expect.
+fn warn_about_exposure(local_addr: &SocketAddr, config: &HttpConfig, local_default: bool) {
+    let localhost_only = config.localhost_only.unwrap_or(local_default);
+    let ip = local_addr.ip();
+    if !localhost_only && config.allowed_hosts.is_empty() && !ip.is_loopback() {
+        tracing::warn!(
+            %local_addr,
+            "localhost-only checking is off and no host is allowed: the Host header is not \
+             checked, so pages on other sites can reach this server by DNS rebinding; name \
+             the host clients use with HttpConfig::allow_host"
+        );
+    } else if ip.is_unspecified() && localhost_only && config.allowed_hosts.is_empty() {
+        tracing::warn!(
+            %local_addr,
+            "bound to every interface, but only requests whose Host is a loopback name \
+             (localhost, 127.0.0.1, [::1]) are answered; name the host clients use with \
+             HttpConfig::allow_host"
+        );
     }
 }
 

@@ -1,0 +1,531 @@
+//! The security review's findings, each closed by a test that fails without its fix.
+//!
+//! Everything runs over real HTTP on 127.0.0.1, or through the public `Server` and
+//! `Connection` API; servers stop themselves and every wait is bounded.
+
+#![cfg(all(feature = "http", feature = "server"))]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arctern::server::connection::{Reply, RequestOrigin, TransportKind};
+use arctern::server::extract::{Args, State};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::{Handler, McpHandler, McpServer, Principal, Server, ServerConfig};
+use arctern::transport::http::{HttpConfig, HttpServer};
+use arctern_types::capabilities::ResourcesCapability;
+use arctern_types::jsonrpc::JsonRpcMessage;
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, oneshot};
+use tokio::task::JoinHandle;
+
+/// Bound on every wait, so that a broken server fails a test instead of hanging it.
+const PATIENCE: Duration = Duration::from_secs(20);
+const MODERN: &str = "2026-07-28";
+const LEGACY: &str = "2025-11-25";
+
+// ---------------------------------------------------------------------------------------
+// The server under test
+// ---------------------------------------------------------------------------------------
+
+/// What the tools saw.
+#[derive(Default)]
+struct Probe {
+    started: AtomicUsize,
+    cancelled: AtomicUsize,
+    release: Notify,
+    /// Set by the test before it frees a connection slot (see the connection-cap test).
+    slot_freed: AtomicBool,
+    /// What `record` saw of `slot_freed`.
+    saw_slot_freed: Mutex<Vec<bool>>,
+}
+
+/// Counts the request as cancelled when dropped before it finished.
+struct Running(Arc<Probe>, bool);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.cancelled.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Text {
+    text: String,
+}
+
+async fn echo(Args(t): Args<Text>) -> String {
+    t.text
+}
+
+/// Runs until released (or cancelled: then it counts as cancelled).
+async fn wait(State(p): State<Arc<Probe>>) -> &'static str {
+    p.started.fetch_add(1, Ordering::SeqCst);
+    let mut running = Running(p.clone(), false);
+    p.release.notified().await;
+    running.1 = true;
+    "released"
+}
+
+/// Records whether the test had freed a connection slot when it ran.
+async fn record(State(p): State<Arc<Probe>>) -> &'static str {
+    let freed = p.slot_freed.load(Ordering::SeqCst);
+    p.saw_slot_freed.lock().unwrap().push(freed);
+    "recorded"
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    ok: bool,
+}
+
+impl Question for Confirm {
+    const KEY: &'static str = "confirm";
+    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+        Ok(Ask::form("Proceed?"))
+    }
+}
+
+async fn confirm(Answer(c): Answer<Confirm>) -> String {
+    format!("confirmed: {}", c.ok)
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct First {
+    text: String,
+}
+
+impl Question for First {
+    const KEY: &'static str = "first";
+    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+        Ok(Ask::form("First?"))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Second {
+    ok: bool,
+}
+
+impl Question for Second {
+    const KEY: &'static str = "second";
+    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+        // Asked once the first is answered, in a round of its own.
+        cx.answer::<First>()?;
+        Ok(Ask::form("Second?"))
+    }
+}
+
+async fn two_rounds(Answer(f): Answer<First>, Answer(s): Answer<Second>) -> String {
+    format!("{} {}", f.text.len(), s.ok)
+}
+
+type TestServer = Server<McpHandler<Arc<Probe>>>;
+
+fn mcp(probe: Arc<Probe>) -> McpServer<Arc<Probe>> {
+    McpServer::with_state("hardening", probe)
+        .tool("echo", "Echoes its text.", echo)
+        .tool("wait", "Runs until released.", wait)
+        .tool("record", "Records what it saw.", record)
+        .tool("confirm", "Asks to confirm.", confirm)
+        .tool("two_rounds", "Asks twice, one round each.", two_rounds)
+        .enable_resources()
+}
+
+fn build(probe: Arc<Probe>) -> TestServer {
+    mcp(probe).build().expect("the test server builds")
+}
+
+/// Waits until `check` holds.
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    let waited = tokio::time::timeout(PATIENCE, async {
+        while !check() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "{what}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Serving
+// ---------------------------------------------------------------------------------------
+
+struct Serving {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl Serving {
+    /// The standalone server on `bind`, reached on 127.0.0.1.
+    async fn standalone(server: TestServer, bind: &str, config: HttpConfig) -> Serving {
+        let bound = HttpServer::new(server)
+            .bind(bind)
+            .config(config)
+            .shutdown_grace(Duration::from_secs(2))
+            .listen()
+            .await
+            .expect("binds");
+        let addr = SocketAddr::from(([127, 0, 0, 1], bound.local_addr().port()));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            bound
+                .serve_with_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await
+                .expect("the server returns Ok");
+        });
+        Serving {
+            addr,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// The tower service in axum, behind an authentication layer that makes the
+    /// `Authorization` header the request's principal.
+    async fn authenticated(server: TestServer, config: HttpConfig) -> Serving {
+        async fn authenticate(
+            mut request: axum::extract::Request,
+            next: axum::middleware::Next,
+        ) -> axum::response::Response {
+            if let Some(who) = request
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+            {
+                request.extensions_mut().insert(Principal(who));
+            }
+            next.run(request).await
+        }
+        let app = axum::Router::new()
+            .route_service("/mcp", server.http_service_with(config))
+            .layer(axum::middleware::from_fn(authenticate));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                    server.shutdown();
+                })
+                .await
+                .unwrap();
+        });
+        Serving {
+            addr,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().expect("stopped once").send(());
+        tokio::time::timeout(PATIENCE, self.task)
+            .await
+            .expect("the server stops in time")
+            .expect("the server task does not panic");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A small HTTP client
+// ---------------------------------------------------------------------------------------
+
+struct Response {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Incoming,
+    buf: String,
+}
+
+impl Response {
+    fn session(&self) -> Option<String> {
+        self.headers
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned())
+    }
+
+    async fn json(self) -> Value {
+        let bytes = tokio::time::timeout(PATIENCE, self.body.collect())
+            .await
+            .expect("the body arrives in time")
+            .unwrap()
+            .to_bytes();
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)))
+    }
+
+    /// The next SSE event that carries a message; `None` at the end of the stream.
+    async fn message(&mut self) -> Option<Value> {
+        tokio::time::timeout(PATIENCE, async {
+            loop {
+                if let Some(end) = self.buf.find("\n\n") {
+                    let raw: String = self.buf.drain(..end + 2).collect();
+                    let data: Vec<&str> = raw
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .map(str::trim)
+                        .filter(|d| !d.is_empty())
+                        .collect();
+                    if data.is_empty() {
+                        continue;
+                    }
+                    return Some(serde_json::from_str(&data.join("\n")).unwrap());
+                }
+                let frame = self.body.frame().await?;
+                if let Ok(data) = frame.unwrap().into_data() {
+                    self.buf.push_str(std::str::from_utf8(&data).unwrap());
+                }
+            }
+        })
+        .await
+        .expect("an event (or the end of the stream) arrives in time")
+    }
+}
+
+/// One request on a connection of its own.
+async fn send(
+    addr: SocketAddr,
+    method: Method,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Response {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let mut request = Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .header("accept", "application/json, text/event-stream");
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request = request.header("host", addr.to_string());
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let body = match body {
+        Some(b) => {
+            request = request.header("content-type", "application/json");
+            Bytes::from(serde_json::to_vec(b).unwrap())
+        }
+        None => Bytes::new(),
+    };
+    let response = tokio::time::timeout(
+        PATIENCE,
+        sender.send_request(request.body(Full::new(body)).unwrap()),
+    )
+    .await
+    .expect("the server answers in time")
+    .unwrap();
+    let (parts, body) = response.into_parts();
+    Response {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+        buf: String::new(),
+    }
+}
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "hardening", "version": "0"}
+    })
+}
+
+/// A 2026-07-28 request with its envelope.
+fn modern(id: i64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = meta();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// A 2026-07-28 POST with its mirrored headers.
+async fn post_modern(addr: SocketAddr, extra: &[(&str, &str)], body: &Value) -> Response {
+    let method = body["method"].as_str().unwrap().to_owned();
+    let mut headers = vec![
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", method.as_str()),
+    ];
+    let name = body["params"]["name"].as_str().map(str::to_owned);
+    if let Some(name) = &name {
+        headers.push(("mcp-name", name));
+    }
+    headers.extend_from_slice(extra);
+    send(addr, Method::POST, &headers, Some(body)).await
+}
+
+fn rpc(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// A legacy session over HTTP, opened by whoever `authorization` names (nobody: `None`).
+struct Session {
+    addr: SocketAddr,
+    id: String,
+    authorization: Option<String>,
+}
+
+impl Session {
+    async fn open(addr: SocketAddr, authorization: Option<&str>) -> Session {
+        let session = Session::open_uninitialized(addr, authorization).await;
+        let ack = session
+            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(ack.status, StatusCode::ACCEPTED);
+        session
+    }
+
+    /// `initialize` without `notifications/initialized`.
+    async fn open_uninitialized(addr: SocketAddr, authorization: Option<&str>) -> Session {
+        let response = Session::initialize(addr, authorization).await;
+        assert_eq!(response.status, StatusCode::OK);
+        let id = response.session().expect("initialize mints a session id");
+        Session {
+            addr,
+            id,
+            authorization: authorization.map(str::to_owned),
+        }
+    }
+
+    async fn initialize(addr: SocketAddr, authorization: Option<&str>) -> Response {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "hardening", "version": "0"}
+        }});
+        let mut headers = Vec::new();
+        if let Some(who) = authorization {
+            headers.push(("authorization", who));
+        }
+        send(addr, Method::POST, &headers, Some(&body)).await
+    }
+
+    /// The same session id, used by someone else.
+    fn as_other(&self, authorization: Option<&str>) -> Session {
+        Session {
+            addr: self.addr,
+            id: self.id.clone(),
+            authorization: authorization.map(str::to_owned),
+        }
+    }
+
+    fn headers<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut headers = vec![
+            ("mcp-session-id", self.id.as_str()),
+            ("mcp-protocol-version", LEGACY),
+        ];
+        if let Some(who) = &self.authorization {
+            headers.push(("authorization", who));
+        }
+        headers.extend_from_slice(extra);
+        headers
+    }
+
+    async fn post(&self, body: &Value) -> Response {
+        send(self.addr, Method::POST, &self.headers(&[]), Some(body)).await
+    }
+
+    async fn get(&self, last_event_id: Option<&str>) -> Response {
+        let extra: Vec<(&str, &str)> = last_event_id
+            .map(|id| ("last-event-id", id))
+            .into_iter()
+            .collect();
+        send(self.addr, Method::GET, &self.headers(&extra), None).await
+    }
+
+    async fn delete(&self) -> Response {
+        send(self.addr, Method::DELETE, &self.headers(&[]), None).await
+    }
+
+    async fn call(&self, id: i64, method: &str, params: Value) -> Value {
+        let response = self.post(&rpc(id, method, params)).await;
+        assert_eq!(response.status, StatusCode::OK);
+        response.json().await
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. DNS rebinding on a wildcard bind
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_wildcard_bind_refuses_a_rebound_host() {
+    let s = Serving::standalone(build(Arc::default()), "0.0.0.0:0", HttpConfig::new()).await;
+    let port = s.addr.port();
+    let rebound = format!("rebind.attacker.test:{port}");
+    let origin = format!("http://{rebound}");
+    let list = modern(1, "tools/list", json!({}));
+    let refused = post_modern(s.addr, &[("host", &rebound), ("origin", &origin)], &list).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "a rebound name");
+    let refused = post_modern(s.addr, &[("host", &rebound)], &list).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::FORBIDDEN,
+        "a rebound name, no Origin"
+    );
+    let served = post_modern(s.addr, &[], &list).await;
+    assert_eq!(served.status, StatusCode::OK, "a loopback Host");
+    s.stop().await;
+
+    // A listed host is answered, and Origin equal to it too.
+    let s = Serving::standalone(
+        build(Arc::default()),
+        "0.0.0.0:0",
+        HttpConfig::new().allow_host("mcp.example.test"),
+    )
+    .await;
+    let served = post_modern(
+        s.addr,
+        &[
+            ("host", "mcp.example.test"),
+            ("origin", "http://mcp.example.test"),
+        ],
+        &list,
+    )
+    .await;
+    assert_eq!(served.status, StatusCode::OK);
+    s.stop().await;
+
+    // Host checking turned off: Origin equal to the unchecked Host proves nothing.
+    let s = Serving::standalone(
+        build(Arc::default()),
+        "0.0.0.0:0",
+        HttpConfig::new().localhost_only(false),
+    )
+    .await;
+    let refused = post_modern(s.addr, &[("host", &rebound), ("origin", &origin)], &list).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let served = post_modern(s.addr, &[("host", &rebound)], &list).await;
+    assert_eq!(
+        served.status,
+        StatusCode::OK,
+        "no browser, no Origin: served"
+    );
+    s.stop().await;
+}
+
