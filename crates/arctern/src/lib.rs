@@ -8,6 +8,8 @@ pub use error::{Error, ErrorKind, Result};
 
 mod era;
 mod error;
+#[cfg(feature = "server")]
+mod log_limit;
 
 #[cfg(feature = "auth")]
 pub mod auth;

@@ -383,6 +383,17 @@ fn rpc(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+/// A JSON-RPC message from its JSON.
+fn message(value: Value) -> JsonRpcMessage {
+    JsonRpcMessage::from_slice(&serde_json::to_vec(&value).unwrap()).expect("a message")
+}
+
+/// The `error` member of a one-message reply (`null` for a result).
+fn error_of(reply: &Reply) -> Value {
+    let body: Value = serde_json::from_slice(reply.body().expect("one message")).unwrap();
+    body["error"].clone()
+}
+
 /// A legacy session over HTTP, opened by whoever `authorization` names (nobody: `None`).
 struct Session {
     addr: SocketAddr,
@@ -529,3 +540,100 @@ async fn a_wildcard_bind_refuses_a_rebound_host() {
     s.stop().await;
 }
 
+// ---------------------------------------------------------------------------------------
+// 11. No log flood, and oversized answers
+// ---------------------------------------------------------------------------------------
+
+/// Log lines captured on this thread.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn start(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
+    fn lines(&self, containing: &str) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .filter(|l| l.contains(containing))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn rejected_tokens_do_not_flood_the_log() {
+    let (logs, _guard) = Captured::start(tracing::Level::DEBUG);
+    let server = build(Arc::default());
+    for i in 0..50 {
+        let forged = message(modern(
+            i,
+            "tools/call",
+            json!({"name": "confirm", "requestState": format!("forged-{i}")}),
+        ));
+        let reply = server
+            .handle(forged, RequestOrigin::new(TransportKind::Other))
+            .await;
+        assert_eq!(
+            error_of(&reply)["message"],
+            "Invalid or expired requestState"
+        );
+    }
+    let rejected = logs.lines("requestState rejected");
+    let warned = rejected.iter().filter(|l| l.contains("WARN")).count();
+    assert_eq!(rejected.len() - warned, 50, "every rejection at debug");
+    assert!(warned <= 1, "at most one warning line: {warned}");
+}
+
+#[tokio::test]
+async fn an_answer_too_large_to_carry_is_the_clients_error() {
+    let server = build(Arc::default());
+    let call = |id, extra: Value| {
+        let mut params = json!({"name": "two_rounds"});
+        if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
+            p.extend(e);
+        }
+        message(modern(id, "tools/call", params))
+    };
+    let origin = || RequestOrigin::new(TransportKind::Other);
+    let first = server.handle(call(1, json!({})), origin()).await;
+    let first: Value = serde_json::from_slice(first.body().unwrap()).unwrap();
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"].clone();
+    // Far over the 8 KiB token limit once carried to the next round.
+    let huge = "x".repeat(16 * 1024);
+    let second = server
+        .handle(
+            call(
+                2,
+                json!({"requestState": state, "inputResponses": {
+                    "first": {"action": "accept", "content": {"text": huge}}}}),
+            ),
+            origin(),
+        )
+        .await;
+    let error = error_of(&second);
+    assert_eq!(error["code"], -32602, "{error}");
+    assert_eq!(
+        error["message"],
+        "The answers are too large to carry to the next round"
+    );
+}

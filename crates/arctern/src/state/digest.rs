@@ -123,7 +123,11 @@ pub fn question_digest(kind: &str, params: &Value) -> QuestionDigest {
 /// * numbers normalised so that the same value always has the same spelling: integers (and
 ///   floats with no fractional part whose magnitude is at most 2^53) are written in plain
 ///   decimal (`1`, `1.0` and `1e0` are all `1`; `-0.0` is `0`); every other float is written in
-///   Rust's shortest round-trip scientific notation (`1.5e0`, `1e100`, `-2.5e-7`).
+///   Rust's shortest round-trip scientific notation (`1.5e0`, `1e100`, `-2.5e-7`). When a
+///   crate in the build turns on serde_json's `arbitrary_precision`, a number whose text is
+///   not exactly the `f64` it rounds to (`18446744073709551616`, `1.00000000000000000001`)
+///   is written exactly, in the same notation (`1.8446744073709551616e19`), so numbers a
+///   handler can tell apart never share a digest.
 ///
 /// Each digest is SHA-256 over a domain-separation label followed by this text (streamed, not
 /// built as a string), so an [`ArgsDigest`] can never equal a [`QuestionDigest`] of the same
@@ -250,6 +254,11 @@ fn write_number(sink: &mut impl Sink, n: &Number) {
         write_integer(sink, i < 0, i.unsigned_abs());
     } else if let Some(u) = n.as_u64() {
         write_integer(sink, false, u);
+    } else if let Some(decimal) = inexact_decimal(n) {
+        // Only with serde_json's `arbitrary_precision`: the number as written is not the
+        // f64 it rounds to, and a handler reading its text sees the difference, so the
+        // digest must too.
+        sink.write(decimal.as_bytes());
     } else if let Some(f) = n.as_f64() {
         if f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER_F64 {
             // Exact: the magnitude is at most 2^53, so the conversion loses nothing.
@@ -262,6 +271,110 @@ fn write_number(sink: &mut impl Sink, n: &Number) {
     } else {
         // Unreachable with serde_json's number model; keep the output well defined anyway.
         write_display(sink, n);
+    }
+}
+
+/// Whether serde_json keeps each number's text (its `arbitrary_precision` feature, which
+/// any crate in the build may turn on). Without it every non-integer number is an `f64`.
+pub(crate) fn numbers_keep_text() -> bool {
+    static KEEPS: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
+        serde_json::from_str::<Number>("0.10000000000000001")
+            .is_ok_and(|n| n.to_string() == "0.10000000000000001")
+    });
+    *KEEPS
+}
+
+/// For a number that is neither an `i64` nor a `u64`: `None` when its `f64` is exactly the
+/// number as written (always, unless serde_json keeps numbers' text), else the number's
+/// exact value in canonical scientific notation (`1.8446744073709551616e19`): valid JSON
+/// that no `f64` or integer spelling of the canonical form can equal.
+pub(crate) fn inexact_decimal(n: &Number) -> Option<String> {
+    if !numbers_keep_text() || n.is_i64() || n.is_u64() {
+        return None;
+    }
+    let exact = Decimal::parse(&n.to_string())?;
+    let rounded = n.as_f64().and_then(|f| Decimal::parse(&format!("{f:e}")));
+    if rounded.as_ref() == Some(&exact) {
+        return None;
+    }
+    Some(exact.scientific())
+}
+
+/// A decimal number as sign, significant digits (no leading or trailing zero) and the
+/// exponent of the last digit: equal values have equal forms.
+#[derive(Debug, PartialEq, Eq)]
+struct Decimal {
+    negative: bool,
+    digits: String,
+    exponent: i64,
+}
+
+impl Decimal {
+    /// Parses a JSON number (`-?int(.frac)?([eE][+-]?exp)?`).
+    fn parse(text: &str) -> Option<Decimal> {
+        let (negative, rest) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let (mantissa, exp) = match rest.find(['e', 'E']) {
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        };
+        let exp: i64 = match exp {
+            // Saturating: an exponent beyond i64 is out of any JSON parser's range anyway.
+            Some(e) => {
+                let (neg, digits) = match e.as_bytes().first() {
+                    Some(b'-') => (true, &e[1..]),
+                    Some(b'+') => (false, &e[1..]),
+                    _ => (false, e),
+                };
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let magnitude = digits.bytes().fold(0i64, |acc, b| {
+                    acc.saturating_mul(10).saturating_add(i64::from(b - b'0'))
+                });
+                if neg { -magnitude } else { magnitude }
+            }
+            None => 0,
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let all: String = int.chars().chain(frac.chars()).collect();
+        let trimmed_end = all.trim_end_matches('0');
+        let trailing = all.len() - trimmed_end.len();
+        let digits = trimmed_end.trim_start_matches('0').to_owned();
+        if digits.is_empty() {
+            return Some(Decimal {
+                negative: false,
+                digits,
+                exponent: 0,
+            });
+        }
+        let shift = i64::try_from(trailing).ok()? - i64::try_from(frac.len()).ok()?;
+        Some(Decimal {
+            negative,
+            digits,
+            exponent: exp.saturating_add(shift),
+        })
+    }
+
+    /// `[-]d[.ddd]e<exp>`, the exponent that of the first digit.
+    fn scientific(&self) -> String {
+        if self.digits.is_empty() {
+            return "0".to_owned();
+        }
+        let (first, rest) = self.digits.split_at(1);
+        let len = i64::try_from(self.digits.len()).unwrap_or(i64::MAX);
+        let exponent = self.exponent.saturating_add(len - 1);
+        let sign = if self.negative { "-" } else { "" };
+        if rest.is_empty() {
+            format!("{sign}{first}e{exponent}")
+        } else {
+            format!("{sign}{first}.{rest}e{exponent}")
+        }
     }
 }
 
@@ -396,6 +509,27 @@ mod tests {
         );
         assert_eq!(canonical_json(&json!(1e16)), "1e16");
         assert_eq!(canonical_json(&json!(-1e300)), "-1e300");
+    }
+
+    #[test]
+    fn decimals_compare_by_value() {
+        let d = |t| Decimal::parse(t).unwrap();
+        assert_eq!(d("1"), d("1.0"));
+        assert_eq!(d("1"), d("1e0"));
+        assert_eq!(d("100"), d("1e2"));
+        assert_eq!(d("0.10"), d("1e-1"));
+        assert_eq!(d("-0.0"), d("0"));
+        assert_ne!(d("1"), d("1.00000000000000000001"));
+        assert_ne!(d("18446744073709551616"), d("18446744073709551617"));
+        assert_eq!(
+            d("18446744073709551616").scientific(),
+            "1.8446744073709551616e19"
+        );
+        assert_eq!(d("-0.00125").scientific(), "-1.25e-3");
+        assert_eq!(d("7").scientific(), "7e0");
+        assert!(Decimal::parse("1e").is_none());
+        assert!(Decimal::parse(".5").is_none());
+        assert!(Decimal::parse("x").is_none());
     }
 
     #[test]

@@ -67,6 +67,9 @@ const T_F64: u8 = 5;
 const T_STRING: u8 = 6;
 const T_ARRAY: u8 = 7;
 const T_OBJECT: u8 = 8;
+/// A number kept as its text: only written when serde_json keeps numbers' text
+/// (`arbitrary_precision`) and the number is not exactly an `f64`.
+const T_DECIMAL: u8 = 9;
 
 /// Appends the framing of `payload` to `out`:
 ///
@@ -152,6 +155,9 @@ fn put_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<(), Encod
             } else if let Some(u) = n.as_u64() {
                 out.push(T_U64);
                 out.extend_from_slice(&u.to_be_bytes());
+            } else if super::digest::inexact_decimal(n).is_some() {
+                out.push(T_DECIMAL);
+                put_str(out, &n.to_string())?;
             } else {
                 // serde_json numbers are finite; `as_f64` only fails with exotic features.
                 let f = n.as_f64().ok_or(EncodeError::TooLarge)?;
@@ -258,6 +264,12 @@ impl Reader<'_> {
                 Value::Number(Number::from_f64(f)?)
             }
             T_STRING => Value::String(self.str()?.to_owned()),
+            T_DECIMAL => {
+                let n: Number = serde_json::from_str(self.str()?).ok()?;
+                // Canonical: a number an f64 holds exactly is always written as one.
+                super::digest::inexact_decimal(&n)?;
+                Value::Number(n)
+            }
             T_ARRAY => {
                 let count = self.len()?;
                 // Every value takes at least one byte: don't trust `count` for the allocation.
@@ -383,7 +395,7 @@ mod tests {
         as_u64[14] = T_U64;
         assert!(decode(&as_u64).is_none());
         let mut bad_tag = buf.clone();
-        bad_tag[14] = 9;
+        bad_tag[14] = 10;
         assert!(decode(&bad_tag).is_none());
         let mut nan = buf.clone();
         nan[14] = T_F64;

@@ -300,8 +300,10 @@ impl From<StateRejection> for ErrorObject {
     }
 }
 
-/// Sealing failed. This is the server's own fault (a handler minted too much state, or the
-/// codec failed); answer it as an internal error.
+/// Sealing failed: the server's own fault (a handler minted too much state, or the codec
+/// failed), answered as an internal error, except when the client's answers of the round
+/// are what made the state too large ([`TooLarge`](Self::TooLarge)): the engine answers
+/// that with `-32602`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SealError {
@@ -642,20 +644,17 @@ impl StateSealer {
     /// Opens an inbound token for the request described by `binding`.
     ///
     /// Checks, in order: size, codec (encoding, version, key, authentication), claims layout,
-    /// expiry, method, target, arguments, audience, principal. Any failure is logged with
-    /// `tracing::warn!` (reason and method only, never token contents) and returned as a
-    /// [`StateRejection`].
+    /// expiry, method, target, arguments, audience, principal. Any failure is logged (reason
+    /// and method only, never token contents: every one at `debug`, and at most one every
+    /// ten seconds at `warn` with the count held back, since clients send bad tokens at
+    /// will) and returned as a [`StateRejection`].
     pub fn open(
         &self,
         token: &str,
         binding: &StateBinding,
     ) -> Result<StatePayload, StateRejection> {
         self.open_inner(token, binding).map_err(|reason| {
-            tracing::warn!(
-                method = %binding.method,
-                reason = reason.as_str(),
-                "requestState rejected: {reason}"
-            );
+            log_rejection(&binding.method, reason.as_str(), &reason);
             StateRejection::new(reason)
         })
     }
@@ -673,7 +672,11 @@ impl StateSealer {
         }
         let plaintext = self.codec.unseal(token).map_err(|err| {
             if let UnsealError::Other(detail) = &err {
-                tracing::warn!(method = %binding.method, "requestState codec error: {detail}");
+                log_rejection(
+                    &binding.method,
+                    "codec",
+                    &format_args!("codec error: {detail}"),
+                );
             }
             RejectReason::from(err)
         })?;
@@ -712,4 +715,20 @@ impl StateSealer {
         }
         payload::decode(claims.payload).ok_or(RejectReason::MalformedClaims)
     }
+}
+
+/// Logs a rejected token: always at `debug`, and at `warn` at most once every ten seconds
+/// (a client can send bad tokens at will; the log must not become its amplifier).
+fn log_rejection(method: &str, reason: &str, detail: &dyn std::fmt::Display) {
+    static WARN: crate::log_limit::RateLimited =
+        crate::log_limit::RateLimited::new(std::time::Duration::from_secs(10));
+    tracing::debug!(method, reason, "requestState rejected: {detail}");
+    WARN.log(|suppressed| {
+        tracing::warn!(
+            method,
+            reason,
+            suppressed,
+            "requestState rejected: {detail} (at most one such line every 10 s; all at debug)"
+        );
+    });
 }

@@ -25,7 +25,8 @@ use serde_json::{Map, Value};
 use crate::server::mrtr::{MrtrLimits, Round, digest_of};
 use crate::server::wire::MrtrParams;
 use crate::state::{
-    QuestionDigest, RejectReason, StateBinding, StatePayload, StateRejection, StateSealer,
+    QuestionDigest, RejectReason, SealError, StateBinding, StatePayload, StateRejection,
+    StateSealer,
 };
 
 /// What the boundary keeps of a request between opening its state and closing its round.
@@ -184,10 +185,12 @@ impl Boundary<'_> {
             .collect();
         let mut answers = carried.earlier;
         answers.retain(|key, _| !is_asked(key));
+        let mut fresh_keys = Vec::new();
         for (key, answer) in carried.fresh {
             if !is_asked(&key)
                 && let Ok(value) = serde_json::to_value(&answer)
             {
+                fresh_keys.push(key.clone());
                 answers.insert(key, value);
             }
         }
@@ -208,6 +211,16 @@ impl Boundary<'_> {
                     ask.request_state = Some(token);
                     Ok(None)
                 }
+                Err(e @ SealError::TooLarge { .. })
+                    if !fresh_keys.is_empty()
+                        && fits_without(sealer, binding, &next, &fresh_keys) =>
+                {
+                    // The client's answers of this round are what does not fit: its error.
+                    tracing::debug!(error = %e, "the client's answers are too large to carry");
+                    Err(ErrorObject::invalid_params(
+                        "The answers are too large to carry to the next round",
+                    ))
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "could not seal request state");
                     Err(ErrorObject::internal_error(
@@ -219,6 +232,22 @@ impl Boundary<'_> {
             Boundary::Open => Ok(None),
         }
     }
+}
+
+/// Whether the next round's state would fit without this round's fresh answers (so that
+/// they, not the handler's own state, made it too large). Only on that failure path.
+fn fits_without(
+    sealer: &StateSealer,
+    binding: &StateBinding,
+    next: &StatePayload,
+    fresh: &[String],
+) -> bool {
+    let mut trimmed = next.clone();
+    for key in fresh {
+        trimmed.answers.remove(key);
+        trimmed.asked.remove(key);
+    }
+    sealer.seal(binding, &trimmed).is_ok()
 }
 
 /// The fixed rejection of a `requestState` that is not even a string (or is there twice):
