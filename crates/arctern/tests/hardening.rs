@@ -13,7 +13,9 @@ use std::time::Duration;
 use arctern::server::connection::{Reply, RequestOrigin, TransportKind};
 use arctern::server::extract::{Args, State};
 use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
-use arctern::server::{Handler, McpHandler, McpServer, Principal, Server, ServerConfig};
+use arctern::server::{
+    Handler, McpHandler, McpServer, Principal, Server, ServerConfig, SubscriptionPolicy,
+};
 use arctern::transport::http::{HttpConfig, HttpServer};
 use arctern_types::capabilities::ResourcesCapability;
 use arctern_types::jsonrpc::JsonRpcMessage;
@@ -538,6 +540,146 @@ async fn a_wildcard_bind_refuses_a_rebound_host() {
         "no browser, no Origin: served"
     );
     s.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Subscriptions are bounded and scoped
+// ---------------------------------------------------------------------------------------
+
+/// A low-level server that declares resources but not `resources.subscribe`.
+struct NoSubscribe;
+impl Handler for NoSubscribe {}
+
+#[tokio::test]
+async fn resources_subscribe_needs_the_declared_capability() {
+    let mut config = ServerConfig::new("no-subscribe", "1.0.0");
+    config.capabilities.resources = Some(ResourcesCapability {
+        list_changed: Some(true),
+        ..Default::default()
+    });
+    let server = Server::new(NoSubscribe, config);
+    let connection = server.connection(TransportKind::Other);
+    let origin = || RequestOrigin::new(TransportKind::Other);
+    let init = message(json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}));
+    let opened = connection.handle(init, origin()).await;
+    assert!(error_of(&opened).is_null(), "{opened:?}");
+    let subscribe = message(rpc(1, "resources/subscribe", json!({"uri": "file:///a"})));
+    let refused = connection.handle(subscribe, origin()).await;
+    assert_eq!(error_of(&refused)["code"], -32601, "{refused:?}");
+}
+
+#[tokio::test]
+async fn legacy_subscriptions_are_capped_and_a_bare_scheme_covers_nothing() {
+    let server = mcp(Arc::default())
+        .subscription_policy(
+            SubscriptionPolicy::default()
+                .max_subscriptions(2)
+                .max_uri_len(64),
+        )
+        .build()
+        .unwrap();
+    let notifier = server.change_notifier();
+    let s = Serving::standalone(server, "127.0.0.1:0", HttpConfig::new()).await;
+    let session = Session::open(s.addr, None).await;
+    let subscribe = |id, uri: &str| rpc(id, "resources/subscribe", json!({"uri": uri}));
+    let too_long = format!("file:///{}", "x".repeat(100));
+    let refused = session.post(&subscribe(1, &too_long)).await.json().await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    for (id, uri) in [(2, "file:"), (3, "config://watched")] {
+        let ok = session.post(&subscribe(id, uri)).await.json().await;
+        assert_eq!(ok["result"], json!({}), "{ok}");
+    }
+    let refused = session
+        .post(&subscribe(4, "config://third"))
+        .await
+        .json()
+        .await;
+    assert_eq!(
+        refused["error"]["code"], -32602,
+        "over the count: {refused}"
+    );
+
+    let mut stream = session.get(None).await;
+    assert_eq!(stream.status, StatusCode::OK);
+    // "file:" names a scheme only: it must not cover a tenant's file. The update that
+    // comes through first is the one the session really subscribed to.
+    notifier.resource_updated("file:///tenants/alice/invoice-42.pdf");
+    notifier.resource_updated("config://watched");
+    let first = stream.message().await.expect("an update");
+    assert_eq!(first["params"]["uri"], "config://watched", "{first}");
+    s.stop().await;
+}
+
+/// A `subscriptions/listen` stream opened as `who`, with its first message (the
+/// acknowledgement) read.
+async fn listen(
+    server: &TestServer,
+    who: &str,
+    uris: &[&str],
+) -> arctern::server::connection::ReplyStream {
+    let mut extensions = http::Extensions::new();
+    extensions.insert(Principal(who.to_owned()));
+    let listen = message(modern(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": uris}}),
+    ));
+    let reply = server
+        .handle(
+            listen,
+            RequestOrigin::new(TransportKind::Other).with_extensions(extensions),
+        )
+        .await;
+    let Reply::Stream(mut stream) = reply else {
+        panic!("a listen stream: {reply:?}");
+    };
+    let ack = stream.next().await.expect("the acknowledgement");
+    let ack: Value = serde_json::from_slice(&ack).unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    stream
+}
+
+#[tokio::test]
+async fn a_filter_scopes_resource_updates_by_principal() {
+    let server = mcp(Arc::default())
+        .subscription_policy(SubscriptionPolicy::default().filter(|subscriber, uri| {
+            subscriber
+                .principal()
+                .is_some_and(|p| uri.starts_with(&format!("file:///tenants/{}/", p.0)))
+        }))
+        .build()
+        .unwrap();
+    let notifier = server.change_notifier();
+    let mut bob = listen(&server, "bob", &["file:///tenants/"]).await;
+    notifier.resource_updated("file:///tenants/alice/invoice-42.pdf");
+    notifier.resource_updated("file:///tenants/bob/notes.txt");
+    let first = tokio::time::timeout(PATIENCE, bob.next())
+        .await
+        .expect("an update in time")
+        .expect("an update");
+    let first: Value = serde_json::from_slice(&first).unwrap();
+    assert_eq!(
+        first["params"]["uri"], "file:///tenants/bob/notes.txt",
+        "bob never hears of alice's invoice: {first}"
+    );
+
+    // Listen filters are capped like legacy subscriptions.
+    let capped = mcp(Arc::default())
+        .subscription_policy(SubscriptionPolicy::default().max_subscriptions(1))
+        .build()
+        .unwrap();
+    let listen = message(modern(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": ["a:1", "a:2"]}}),
+    ));
+    let refused = capped
+        .handle(listen, RequestOrigin::new(TransportKind::Other))
+        .await;
+    assert_eq!(error_of(&refused)["code"], -32602, "{refused:?}");
 }
 
 // ---------------------------------------------------------------------------------------

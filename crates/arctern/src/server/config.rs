@@ -11,6 +11,7 @@ use arctern_types::version::ProtocolVersion;
 use super::legacy::LegacyConfig;
 use super::middleware::Middleware;
 use super::mrtr::MrtrLimits;
+use super::subscriptions::SubscriptionPolicy;
 use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it
@@ -140,6 +141,8 @@ pub struct ServerConfig {
     /// Middleware around every handler call, outermost first (see
     /// [`middleware`](super::middleware)).
     pub middleware: Vec<Arc<dyn Middleware>>,
+    /// Limits on resource subscriptions, and who hears about which update.
+    pub subscriptions: SubscriptionPolicy,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -156,6 +159,7 @@ impl fmt::Debug for ServerConfig {
             .field("principal", &self.principal)
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
+            .field("subscriptions", &self.subscriptions)
             .finish()
     }
 }
@@ -190,6 +194,7 @@ impl ServerConfig {
             principal: None,
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
+            subscriptions: SubscriptionPolicy::default(),
         }
     }
 
@@ -226,6 +231,12 @@ impl ServerConfig {
     /// Sets the limits on multi round-trip requests.
     pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
         self.mrtr = limits;
+        self
+    }
+
+    /// Sets the limits on resource subscriptions and the filter of resource updates.
+    pub fn subscription_policy(mut self, policy: SubscriptionPolicy) -> Self {
+        self.subscriptions = policy;
         self
     }
 

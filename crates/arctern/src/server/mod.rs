@@ -50,7 +50,10 @@ pub use mcp::{
     RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate, UriTemplateError,
 };
 pub use mirror::MirroredParam;
-pub use subscriptions::{Change, ChangeNotifier};
+pub use subscriptions::{
+    Change, ChangeNotifier, DEFAULT_MAX_SUBSCRIPTION_URI_LEN, DEFAULT_MAX_SUBSCRIPTIONS,
+    Subscriber, SubscriptionPolicy,
+};
 
 #[cfg(feature = "http")]
 pub(crate) use engine::encode_error;

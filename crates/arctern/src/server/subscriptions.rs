@@ -3,17 +3,18 @@
 
 use std::sync::Arc;
 
-use arctern_types::RequestId;
 use arctern_types::capabilities::ServerCapabilities;
 use arctern_types::meta::SUBSCRIPTION_ID_KEY;
 use arctern_types::methods;
 use arctern_types::subscriptions::SubscriptionFilter;
+use arctern_types::{ErrorObject, RequestId};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::ReplyStream;
+use super::context::Principal;
 
 /// Changes a server can announce on `subscriptions/listen` streams.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +72,152 @@ impl ChangeNotifier {
     }
 }
 
+/// The default [`SubscriptionPolicy::max_subscriptions`]: 256 per listener.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 256;
+/// The default [`SubscriptionPolicy::max_uri_len`]: 8 KiB.
+pub const DEFAULT_MAX_SUBSCRIPTION_URI_LEN: usize = 8 * 1024;
+
+/// Limits on resource subscriptions, and who hears about which update.
+///
+/// Applies to `subscriptions/listen` streams (their `resourceSubscriptions`) and to the
+/// `resources/subscribe` of 2025-era sessions alike. A subscription covers its own URI and
+/// the URIs beneath it (`file:///a` covers `file:///a/b`), but only when it names more
+/// than a scheme: `file:` or `file:///` covers nothing but itself.
+///
+/// ```
+/// use arctern::server::{McpServer, SubscriptionPolicy};
+///
+/// /// Put in each request's extensions by the authentication layer.
+/// #[derive(Clone)]
+/// struct Tenant(String);
+///
+/// // Each tenant hears only about its own resources.
+/// let server = McpServer::new("files").subscription_policy(
+///     SubscriptionPolicy::default()
+///         .max_subscriptions(64)
+///         .filter(|subscriber, uri| match subscriber.extensions().get::<Tenant>() {
+///             Some(Tenant(t)) => uri.starts_with(&format!("file:///tenants/{t}/")),
+///             None => false,
+///         }),
+/// );
+/// # let _ = server;
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SubscriptionPolicy {
+    /// Most resource subscriptions per listen stream or legacy session (default
+    /// [`DEFAULT_MAX_SUBSCRIPTIONS`]); more are refused with `-32602`.
+    pub max_subscriptions: usize,
+    /// Longest subscribed URI in bytes (default [`DEFAULT_MAX_SUBSCRIPTION_URI_LEN`]);
+    /// longer ones are refused with `-32602`.
+    pub max_uri_len: usize,
+    filter: Option<Arc<UpdateFilter>>,
+}
+
+type UpdateFilter = dyn Fn(&Subscriber<'_>, &str) -> bool + Send + Sync;
+
+impl Default for SubscriptionPolicy {
+    fn default() -> Self {
+        SubscriptionPolicy {
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+            max_uri_len: DEFAULT_MAX_SUBSCRIPTION_URI_LEN,
+            filter: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for SubscriptionPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubscriptionPolicy")
+            .field("max_subscriptions", &self.max_subscriptions)
+            .field("max_uri_len", &self.max_uri_len)
+            .field("filter", &self.filter.is_some())
+            .finish()
+    }
+}
+
+impl SubscriptionPolicy {
+    /// Sets the most subscriptions per listener.
+    pub fn max_subscriptions(mut self, subscriptions: usize) -> Self {
+        self.max_subscriptions = subscriptions;
+        self
+    }
+
+    /// Sets the longest subscribed URI, in bytes.
+    pub fn max_uri_len(mut self, bytes: usize) -> Self {
+        self.max_uri_len = bytes;
+        self
+    }
+
+    /// Decides, for each resource update a subscription covers, whether this subscriber
+    /// hears about it: a multi-tenant server scopes updates by principal here. Without a
+    /// filter every covering subscription is told.
+    pub fn filter(
+        mut self,
+        filter: impl Fn(&Subscriber<'_>, &str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.filter = Some(Arc::new(filter));
+        self
+    }
+
+    /// Checks the URIs a listener asks for.
+    pub(crate) fn check<'a>(
+        &self,
+        uris: impl IntoIterator<Item = &'a String>,
+        already: usize,
+    ) -> Result<(), ErrorObject> {
+        let mut count = already;
+        for uri in uris {
+            if uri.len() > self.max_uri_len {
+                return Err(ErrorObject::invalid_params(format!(
+                    "A subscribed URI is longer than {} bytes",
+                    self.max_uri_len
+                )));
+            }
+            count += 1;
+            if count > self.max_subscriptions {
+                return Err(ErrorObject::invalid_params(format!(
+                    "More than {} resource subscriptions",
+                    self.max_subscriptions
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `subscriber` hears about an update of `uri`.
+    pub(crate) fn allows(&self, subscriber: &http::Extensions, uri: &str) -> bool {
+        self.filter.as_ref().is_none_or(|filter| {
+            filter(
+                &Subscriber {
+                    extensions: subscriber,
+                },
+                uri,
+            )
+        })
+    }
+}
+
+/// Who subscribed: the extensions of the request that opened the `subscriptions/listen`
+/// stream, or the `initialize` of a 2025-era session (where an authentication layer puts
+/// the [`Principal`]).
+#[derive(Debug)]
+pub struct Subscriber<'a> {
+    extensions: &'a http::Extensions,
+}
+
+impl Subscriber<'_> {
+    /// The authenticated principal, if any.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.extensions.get::<Principal>()
+    }
+
+    /// Everything the authentication layer and other middleware attached.
+    pub fn extensions(&self) -> &http::Extensions {
+        self.extensions
+    }
+}
+
 /// Serializes the graceful final result of a listen stream.
 pub(crate) type Encoder = Arc<dyn Fn(&RequestId) -> Bytes + Send + Sync>;
 
@@ -114,11 +261,14 @@ impl ChangeBroker {
     /// Opens a stream: the acknowledgement first, then the changes that match the honoured
     /// filter, each tagged with the subscription id, until the client leaves or the server
     /// shuts down (then a final result).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn listen(
         &self,
         id: RequestId,
         requested: SubscriptionFilter,
         caps: &ServerCapabilities,
+        policy: &SubscriptionPolicy,
+        subscriber: http::Extensions,
         shutdown: CancellationToken,
         encoder: Encoder,
     ) -> ReplyStream {
@@ -134,6 +284,8 @@ impl ChangeBroker {
         let state = ListenState {
             id,
             filter: honoured,
+            policy: policy.clone(),
+            subscriber,
             rx: self.tx.subscribe(),
             shutdown,
             encoder,
@@ -148,6 +300,8 @@ impl ChangeBroker {
 struct ListenState {
     id: RequestId,
     filter: SubscriptionFilter,
+    policy: SubscriptionPolicy,
+    subscriber: http::Extensions,
     rx: broadcast::Receiver<Change>,
     shutdown: CancellationToken,
     encoder: Encoder,
@@ -204,7 +358,9 @@ impl ListenState {
             }
             Change::ResourceUpdated(uri) => {
                 let subscribed = f.resource_subscriptions.as_deref().unwrap_or_default();
-                if !subscribed.iter().any(|s| covers(s, uri)) {
+                if !subscribed.iter().any(|s| covers(s, uri))
+                    || !self.policy.allows(&self.subscriber, uri)
+                {
                     return None;
                 }
                 return Some(notification(
@@ -250,14 +406,34 @@ impl ListenState {
     }
 }
 
-/// Whether a subscription to `subscribed` covers an update of `uri` (the same resource or
-/// one beneath it).
+/// Whether a subscription to `subscribed` covers an update of `uri`: the same resource, or
+/// one beneath it when the subscription names more than a scheme (`file:`, `file://` and
+/// `file:///` cover only themselves, never every file).
 pub(crate) fn covers(subscribed: &str, uri: &str) -> bool {
     match uri.strip_prefix(subscribed) {
         Some("") => true,
-        Some(rest) => subscribed.ends_with('/') || rest.starts_with('/'),
+        Some(rest) => {
+            (subscribed.ends_with('/') || rest.starts_with('/'))
+                && names_more_than_scheme(subscribed)
+        }
         None => false,
     }
+}
+
+/// Whether a URI has an authority or a path beyond its scheme (and slashes).
+fn names_more_than_scheme(uri: &str) -> bool {
+    let rest = match uri.split_once(':') {
+        Some((scheme, rest))
+            if !scheme.is_empty()
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')) =>
+        {
+            rest
+        }
+        _ => uri,
+    };
+    rest.bytes().any(|b| b != b'/')
 }
 
 /// The part of a requested filter this server honours.
@@ -307,5 +483,33 @@ mod tests {
         assert!(covers("file:///a/", "file:///a/b"));
         assert!(!covers("file:///a", "file:///ab"));
         assert!(!covers("file:///a/b", "file:///a"));
+    }
+
+    #[test]
+    fn a_bare_scheme_covers_nothing_beneath_it() {
+        for scheme_only in [
+            "file:", "file://", "file:///", "https:", "https://", "/", "",
+        ] {
+            assert!(
+                !covers(scheme_only, "file:///tenants/alice/invoice-42.pdf"),
+                "{scheme_only:?}"
+            );
+            assert!(covers(scheme_only, scheme_only), "itself: {scheme_only:?}");
+        }
+        assert!(covers("https://example.com", "https://example.com/a"));
+        assert!(covers("file:///tenants/", "file:///tenants/alice"));
+        assert!(covers("config:prod", "config:prod/db"));
+    }
+
+    #[test]
+    fn the_policy_caps_count_and_length() {
+        let policy = SubscriptionPolicy::default()
+            .max_subscriptions(2)
+            .max_uri_len(10);
+        let uris = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(policy.check(&uris(&["a:1", "a:2"]), 0).is_ok());
+        assert!(policy.check(&uris(&["a:1", "a:2", "a:3"]), 0).is_err());
+        assert!(policy.check(&uris(&["a:1"]), 2).is_err());
+        assert!(policy.check(&uris(&["a:12345678901"]), 0).is_err());
     }
 }

@@ -185,7 +185,7 @@ impl<H: Handler> Connection<H> {
                 if self.server.serves_legacy()
                     && is_legacy_initialize(&request.method, request.params.as_deref())
                 {
-                    return Handling::ready(self.open_legacy(&request));
+                    return Handling::ready(self.open_legacy(&request, &origin));
                 }
                 self.inner.era.get_or_init(|| Served::Modern).clone()
             }
@@ -227,7 +227,7 @@ impl<H: Handler> Connection<H> {
     }
 
     /// Answers the `initialize` that makes this connection a legacy session.
-    fn open_legacy(&self, request: &JsonRpcRequest) -> Reply {
+    fn open_legacy(&self, request: &JsonRpcRequest, origin: &RequestOrigin) -> Reply {
         let outbound = self
             .inner
             .outbound
@@ -237,10 +237,12 @@ impl<H: Handler> Connection<H> {
             .unwrap_or_else(|| {
                 Arc::new(|_| tracing::debug!("dropped an unsolicited message: no sink"))
             });
-        match self
-            .server
-            .legacy_initialize(request, outbound, &self.inner.cancel)
-        {
+        match self.server.legacy_initialize(
+            request,
+            &origin.extensions,
+            outbound,
+            &self.inner.cancel,
+        ) {
             Initialized::Session(session, body) => {
                 if self.inner.era.set(Served::Legacy(session.clone())).is_err() {
                     // Another request decided the era first.

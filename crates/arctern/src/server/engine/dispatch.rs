@@ -585,6 +585,11 @@ impl<H: Handler> Server<H> {
             Ok((params, _)) => params,
             Err(reply) => return reply(id),
         };
+        let policy = &self.inner.config.subscriptions;
+        let asked = params.notifications.resource_subscriptions.iter().flatten();
+        if let Err(error) = policy.check(asked, 0) {
+            return Reply::response(encode_error(Some(&id), &error));
+        }
         let this = self.clone();
         let encoder = Arc::new(move |id: &RequestId| {
             let mut result =
@@ -599,6 +604,8 @@ impl<H: Handler> Server<H> {
             id,
             params.notifications,
             &self.inner.config.capabilities,
+            policy,
+            origin.extensions,
             scope.closing.clone(),
             encoder,
         ))
@@ -735,7 +742,8 @@ fn session_method<H: Handler>(
         Method::SetLevel => {
             parse::<SetLevelRequestParams>(raw).map(|p| session.set_log_level(p.level))
         }
-        Method::Subscribe => parse::<SubscribeRequestParams>(raw).map(|p| session.subscribe(p.uri)),
+        Method::Subscribe => parse::<SubscribeRequestParams>(raw)
+            .and_then(|p| session.subscribe(p.uri, &server.config().subscriptions)),
         Method::Unsubscribe => {
             parse::<UnsubscribeRequestParams>(raw).map(|p| session.unsubscribe(&p.uri))
         }

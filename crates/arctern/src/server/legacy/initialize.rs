@@ -58,6 +58,7 @@ impl<H: Handler> Server<H> {
     pub(crate) fn legacy_initialize(
         &self,
         request: &JsonRpcRequest,
+        extensions: &http::Extensions,
         outbound: Outbound,
         parent: &CancellationToken,
     ) -> Initialized {
@@ -96,11 +97,13 @@ impl<H: Handler> Server<H> {
             params.client_info,
             parent.child_token(),
             outbound,
+            extensions.clone(),
         ));
         tokio::spawn(forward_changes(
             Arc::downgrade(&session),
             self.subscribe_changes(),
             config.capabilities.clone(),
+            config.subscriptions.clone(),
             session.cancel.clone(),
         ));
         tracing::debug!(version = %session.version, client = %session.client_info.name, "opened a legacy session");

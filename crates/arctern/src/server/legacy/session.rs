@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::server::connection::TransportKind;
 use crate::server::context::NotificationSink;
-use crate::server::subscriptions::{Change, covers};
+use crate::server::subscriptions::{Change, SubscriptionPolicy, covers};
 use crate::{Error, ErrorKind};
 
 /// Where a session's unsolicited messages go (list changes, resource updates): the standalone
@@ -56,6 +56,9 @@ pub(crate) struct LegacySession {
     /// the server shutting down): ends the change forwarder and every request of the session.
     pub(crate) cancel: CancellationToken,
     outbound: Outbound,
+    /// The extensions of the `initialize` that opened the session (its principal), for the
+    /// subscription policy's filter.
+    subscriber: http::Extensions,
 }
 
 impl fmt::Debug for LegacySession {
@@ -74,6 +77,7 @@ impl LegacySession {
         client_info: Implementation,
         cancel: CancellationToken,
         outbound: Outbound,
+        subscriber: http::Extensions,
     ) -> Self {
         LegacySession {
             version,
@@ -86,6 +90,7 @@ impl LegacySession {
             next_id: AtomicI64::new(1),
             cancel,
             outbound,
+            subscriber,
         }
     }
 
@@ -133,11 +138,19 @@ impl LegacySession {
         self.initialized.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn subscribe(&self, uri: String) {
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(uri);
+    /// Adds a resource subscription within the policy's limits.
+    pub(crate) fn subscribe(
+        &self,
+        uri: String,
+        policy: &SubscriptionPolicy,
+    ) -> Result<(), ErrorObject> {
+        let mut subscriptions = self.subscriptions.lock().unwrap_or_else(|e| e.into_inner());
+        if subscriptions.contains(&uri) {
+            return Ok(());
+        }
+        policy.check([&uri], subscriptions.len())?;
+        subscriptions.insert(uri);
+        Ok(())
     }
 
     pub(crate) fn unsubscribe(&self, uri: &str) {
@@ -296,6 +309,7 @@ pub(crate) async fn forward_changes(
     session: Weak<LegacySession>,
     mut changes: broadcast::Receiver<Change>,
     capabilities: ServerCapabilities,
+    policy: SubscriptionPolicy,
     cancel: CancellationToken,
 ) {
     let tools = capabilities.tools.as_ref().and_then(|t| t.list_changed) == Some(true);
@@ -336,7 +350,11 @@ pub(crate) async fn forward_changes(
                 Change::ResourcesListChanged if resources => {
                     notification(methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED, None)
                 }
-                Change::ResourceUpdated(uri) if subscribe && session.is_subscribed(uri) => {
+                Change::ResourceUpdated(uri)
+                    if subscribe
+                        && session.is_subscribed(uri)
+                        && policy.allows(&session.subscriber, uri) =>
+                {
                     let params = ResourceUpdatedNotificationParams {
                         meta: None,
                         uri: uri.to_string(),

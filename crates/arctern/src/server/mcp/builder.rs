@@ -172,6 +172,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// Limits on resource subscriptions (per `subscriptions/listen` stream and per legacy
+    /// session), and the filter deciding which subscriber hears about which update (see
+    /// [`SubscriptionPolicy`](crate::server::SubscriptionPolicy)).
+    pub fn subscription_policy(mut self, policy: crate::server::SubscriptionPolicy) -> Self {
+        self.parts.config.subscriptions = policy;
+        self
+    }
+
     /// Sets how 2025-era clients are served (default: 2025-11-25 and 2025-06-18, with the
     /// legacy shim); [`LegacyConfig::disabled`](crate::server::LegacyConfig::disabled)
     /// makes a modern-only server.
