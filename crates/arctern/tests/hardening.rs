@@ -1,4 +1,8 @@
-//! The security review's findings, each closed by a test that fails without its fix.
+//! The security review's findings, each closed by a test that fails without its fix: DNS
+//! rebinding on a wildcard bind, legacy sessions bound to their principal, bounded
+//! in-flight work, bounded and scoped subscriptions, a session table that cannot be locked,
+//! a standalone server that survives slow clients, the ephemeral-key warning, exact numbers
+//! in the argument digest, and logs that a client cannot flood.
 //!
 //! Everything runs over real HTTP on 127.0.0.1, or through the public `Server` and
 //! `Connection` API; servers stop themselves and every wait is bounded.
@@ -10,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arctern::server::connection::{Reply, RequestOrigin, TransportKind};
+use arctern::server::connection::{ConnectionLimits, Reply, RequestOrigin, TransportKind};
 use arctern::server::extract::{Args, State};
 use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
 use arctern::server::{
@@ -543,6 +547,238 @@ async fn a_wildcard_bind_refuses_a_rebound_host() {
 }
 
 // ---------------------------------------------------------------------------------------
+// 2. Legacy sessions belong to their principal
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_legacy_session_serves_only_the_principal_that_opened_it() {
+    let s = Serving::authenticated(build(Arc::default()), HttpConfig::new()).await;
+    let alice = Session::open(s.addr, Some("alice")).await;
+
+    // Alice's call asks her to confirm, on its stream.
+    let mut call = alice
+        .post(&rpc(1, "tools/call", json!({"name": "confirm"})))
+        .await;
+    assert_eq!(call.status, StatusCode::OK);
+    let asked = call.message().await.expect("the elicitation");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let elicitation_id = asked["id"].clone();
+    let bobs_answer = json!({"jsonrpc": "2.0", "id": elicitation_id,
+        "result": {"action": "accept", "content": {"ok": false}}});
+
+    for who in [Some("bob"), None] {
+        let other = alice.as_other(who);
+        let what = format!("{who:?} on alice's session");
+        assert_eq!(
+            other.post(&bobs_answer).await.status,
+            StatusCode::NOT_FOUND,
+            "{what}: answering her question"
+        );
+        assert_eq!(
+            other
+                .post(&rpc(
+                    9,
+                    "tools/call",
+                    json!({"name": "echo", "arguments": {"text": "x"}})
+                ))
+                .await
+                .status,
+            StatusCode::NOT_FOUND,
+            "{what}: calling a tool"
+        );
+        assert_eq!(
+            other.get(None).await.status,
+            StatusCode::NOT_FOUND,
+            "{what}: taking her GET stream"
+        );
+        assert_eq!(
+            other.get(Some("1-0")).await.status,
+            StatusCode::NOT_FOUND,
+            "{what}: resuming her call's stream"
+        );
+        assert_eq!(
+            other.delete().await.status,
+            StatusCode::NOT_FOUND,
+            "{what}: ending her session"
+        );
+    }
+
+    // Alice's own answer is the one her call runs with.
+    let answer = json!({"jsonrpc": "2.0", "id": elicitation_id,
+        "result": {"action": "accept", "content": {"ok": true}}});
+    assert_eq!(alice.post(&answer).await.status, StatusCode::ACCEPTED);
+    let result = call.message().await.expect("the result");
+    assert_eq!(
+        result["result"]["content"][0]["text"], "confirmed: true",
+        "{result}"
+    );
+
+    // An anonymous session is not anyone's either.
+    let nobody = Session::open(s.addr, None).await;
+    let taken = nobody.as_other(Some("alice"));
+    assert_eq!(
+        taken.post(&rpc(1, "ping", json!({}))).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(nobody.call(2, "ping", json!({})).await["result"], json!({}));
+    assert_eq!(alice.delete().await.status, StatusCode::OK);
+    s.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. In-flight work is bounded
+// ---------------------------------------------------------------------------------------
+
+/// A `tools/call` of `name` as a message of a connection.
+fn call_message(id: i64, name: &str) -> JsonRpcMessage {
+    message(modern(id, "tools/call", json!({"name": name})))
+}
+
+#[tokio::test]
+async fn a_connection_caps_its_requests_in_flight_and_the_server_caps_all() {
+    let probe = Arc::new(Probe::default());
+    let server = mcp(probe.clone())
+        .connection_limits(
+            ConnectionLimits::default()
+                .max_in_flight(2)
+                .max_in_flight_total(3),
+        )
+        .build()
+        .unwrap();
+    let origin = || RequestOrigin::new(TransportKind::Other);
+    let a = server.connection(TransportKind::Other);
+    let b = server.connection(TransportKind::Other);
+    let a1 = tokio::spawn(a.handle(call_message(1, "wait"), origin()));
+    let a2 = tokio::spawn(a.handle(call_message(2, "wait"), origin()));
+    eventually("both calls run", || {
+        probe.started.load(Ordering::SeqCst) == 2
+    })
+    .await;
+
+    let refused = a.handle(call_message(3, "echo"), origin()).await;
+    let error = error_of(&refused);
+    assert_eq!(error["code"], -32603, "{error}");
+    assert_eq!(error["data"], json!({"limit": 2, "scope": "connection"}));
+    assert!(error["message"].as_str().unwrap().contains("in flight"));
+
+    let b1 = tokio::spawn(b.handle(call_message(1, "wait"), origin()));
+    eventually("b's call runs", || {
+        probe.started.load(Ordering::SeqCst) == 3
+    })
+    .await;
+    let refused = b.handle(call_message(2, "echo"), origin()).await;
+    assert_eq!(
+        error_of(&refused)["data"],
+        json!({"limit": 3, "scope": "server"})
+    );
+
+    // Finished requests free their places.
+    probe.release.notify_waiters();
+    for call in [a1, a2, b1] {
+        assert!(matches!(call.await.unwrap(), Reply::Message { .. }));
+    }
+    let served = b.handle(call_message(3, "wait"), origin());
+    let served = tokio::spawn(served);
+    eventually("served again", || probe.started.load(Ordering::SeqCst) == 4).await;
+    probe.release.notify_waiters();
+    assert!(error_of(&served.await.unwrap()).is_null());
+}
+
+#[tokio::test]
+async fn a_legacy_session_caps_in_flight_calls_and_abandons_unread_ones() {
+    let probe = Arc::new(Probe::default());
+    let server = mcp(probe.clone())
+        .connection_limits(ConnectionLimits::default().max_in_flight(1))
+        .build()
+        .unwrap();
+    let s = Serving::standalone(
+        server,
+        "127.0.0.1:0",
+        HttpConfig::new().unread_stream_timeout(Duration::from_millis(200)),
+    )
+    .await;
+    let session = Session::open(s.addr, None).await;
+
+    // A call whose client goes away (below): nobody will read its answer.
+    let call = tokio::spawn({
+        let session = session.as_other(None);
+        async move {
+            session
+                .post(&rpc(7, "tools/call", json!({"name": "wait"})))
+                .await
+        }
+    });
+    eventually("the call runs", || {
+        probe.started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+
+    // The session's one place is taken: a clear JSON-RPC error.
+    let refused = session
+        .call(
+            8,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert_eq!(refused["error"]["data"]["scope"], "connection");
+    // A reused id is refused while the first is in flight.
+    let reused = session.call(7, "ping", json!({})).await;
+    assert_eq!(reused["error"]["code"], -32600, "{reused}");
+
+    call.abort();
+    eventually("the unread call is abandoned", || {
+        probe.cancelled.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let served = session
+        .call(
+            9,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "again"}}),
+        )
+        .await;
+    assert_eq!(served["result"]["content"][0]["text"], "again", "{served}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_legacy_request_is_cancelled_even_when_its_id_is_reused() {
+    let probe = Arc::new(Probe::default());
+    let s = Serving::standalone(build(probe.clone()), "127.0.0.1:0", HttpConfig::new()).await;
+    let session = Session::open(s.addr, None).await;
+    let call = tokio::spawn({
+        let session = session.as_other(None);
+        async move {
+            session
+                .post(&rpc(7, "tools/call", json!({"name": "wait"})))
+                .await
+        }
+    });
+    eventually("the call runs", || {
+        probe.started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let reused = session.call(7, "ping", json!({})).await;
+    assert_eq!(reused["error"]["code"], -32600, "{reused}");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7}});
+    assert_eq!(session.post(&cancel).await.status, StatusCode::ACCEPTED);
+    eventually("the first request is cancelled", || {
+        probe.cancelled.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let answered = tokio::time::timeout(PATIENCE, call).await.unwrap().unwrap();
+    assert_eq!(
+        answered.status,
+        StatusCode::ACCEPTED,
+        "a cancelled request gets no answer"
+    );
+    s.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
 // 4. Subscriptions are bounded and scoped
 // ---------------------------------------------------------------------------------------
 
@@ -683,7 +919,182 @@ async fn a_filter_scopes_resource_updates_by_principal() {
 }
 
 // ---------------------------------------------------------------------------------------
-// 11. No log flood, and oversized answers
+// 5. The session table cannot be locked
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_flood_of_initialize_cannot_lock_legacy_clients_out() {
+    let s = Serving::standalone(
+        build(Arc::default()),
+        "127.0.0.1:0",
+        HttpConfig::new().max_sessions(4),
+    )
+    .await;
+    let kept = Session::open(s.addr, None).await;
+    // Sessions that never finish initializing make room first.
+    for _ in 0..20 {
+        Session::open_uninitialized(s.addr, None).await;
+    }
+    assert_eq!(
+        kept.call(1, "ping", json!({})).await["result"],
+        json!({}),
+        "the initialized session survives the flood"
+    );
+    let late = Session::open(s.addr, None).await;
+    assert_eq!(late.call(1, "ping", json!({})).await["result"], json!({}));
+    s.stop().await;
+
+    // One client (here one peer address) cannot take every place: at its own limit, its
+    // least recently used session not in use makes room; when all are in use, 429.
+    let s = Serving::standalone(
+        build(Arc::default()),
+        "127.0.0.1:0",
+        HttpConfig::new().max_sessions_per_client(2),
+    )
+    .await;
+    let oldest = Session::open(s.addr, None).await;
+    let busy = Session::open(s.addr, None).await;
+    let _newest = Session::open(s.addr, None).await;
+    assert_eq!(
+        oldest.post(&rpc(1, "ping", json!({}))).await.status,
+        StatusCode::NOT_FOUND,
+        "the client's least recently used session made room"
+    );
+    // Both of the client's sessions in use (their GET streams open): no room.
+    let _reading = busy.get(None).await;
+    let _reading_too = _newest.get(None).await;
+    let refused = Session::initialize(s.addr, None).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    s.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. The standalone server survives slow clients
+// ---------------------------------------------------------------------------------------
+
+/// Reads until the server closes the connection; returns what it sent.
+async fn read_to_close(stream: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut out))
+        .await
+        .expect("the server closes the connection in time")
+        .ok();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn slow_heads_and_bodies_are_cut_off() {
+    let s = Serving::standalone(
+        build(Arc::default()),
+        "127.0.0.1:0",
+        HttpConfig::new()
+            .header_read_timeout(Duration::from_millis(300))
+            .body_read_timeout(Duration::from_millis(300)),
+    )
+    .await;
+    // A body that never finishes: 408, and the connection closes.
+    let mut slow_body = TcpStream::connect(s.addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nMCP-Protocol-Version: {MODERN}\r\n\
+         Content-Length: 1000\r\n\r\n{{",
+        s.addr
+    );
+    slow_body.write_all(head.as_bytes()).await.unwrap();
+    let answer = read_to_close(&mut slow_body).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("did not arrive in time"), "{answer}");
+
+    // A head that never finishes, and a connection that never sends anything: closed.
+    let mut slow_head = TcpStream::connect(s.addr).await.unwrap();
+    slow_head
+        .write_all(b"POST /mcp HTTP/1.1\r\nHo")
+        .await
+        .unwrap();
+    let mut silent = TcpStream::connect(s.addr).await.unwrap();
+    read_to_close(&mut slow_head).await;
+    read_to_close(&mut silent).await;
+
+    // Ordinary clients are served all along.
+    let served = post_modern(s.addr, &[], &modern(1, "tools/list", json!({}))).await;
+    assert_eq!(served.status, StatusCode::OK);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_connection_cap_holds_new_clients_until_a_slot_frees() {
+    let probe = Arc::new(Probe::default());
+    let s = Serving::standalone(
+        build(probe.clone()),
+        "127.0.0.1:0",
+        HttpConfig::new().max_connections(1),
+    )
+    .await;
+    // The one slot, held by a connection that sends nothing.
+    let holder = TcpStream::connect(s.addr).await.unwrap();
+    let addr = s.addr;
+    let call = tokio::spawn(async move {
+        post_modern(
+            addr,
+            &[],
+            &modern(1, "tools/call", json!({"name": "record"})),
+        )
+        .await
+        .json()
+        .await
+    });
+    // Give a server without the cap every chance to serve the call now (it would record
+    // `false`); with the cap, it waits for the slot whatever the delay.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    probe.slot_freed.store(true, Ordering::SeqCst);
+    drop(holder);
+    let result = tokio::time::timeout(PATIENCE, call).await.unwrap().unwrap();
+    assert_eq!(
+        result["result"]["content"][0]["text"], "recorded",
+        "{result}"
+    );
+    assert_eq!(*probe.saw_slot_freed.lock().unwrap(), vec![true]);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn requests_beyond_the_in_flight_cap_get_503() {
+    let probe = Arc::new(Probe::default());
+    let s = Serving::standalone(
+        build(probe.clone()),
+        "127.0.0.1:0",
+        HttpConfig::new().max_in_flight(1),
+    )
+    .await;
+    let addr = s.addr;
+    let running = tokio::spawn(async move {
+        post_modern(addr, &[], &modern(1, "tools/call", json!({"name": "wait"})))
+            .await
+            .json()
+            .await
+    });
+    eventually("the call runs", || {
+        probe.started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let refused = post_modern(s.addr, &[], &modern(2, "tools/list", json!({}))).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.headers["retry-after"], "1");
+    let body = refused.json().await;
+    assert_eq!(body["error"]["code"], -32603, "{body}");
+    probe.release.notify_waiters();
+    let done = tokio::time::timeout(PATIENCE, running)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "released");
+    let served = post_modern(s.addr, &[], &modern(3, "tools/list", json!({}))).await;
+    assert_eq!(served.status, StatusCode::OK);
+    s.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. The ephemeral-key warning; 11. no log flood, and oversized answers
 // ---------------------------------------------------------------------------------------
 
 /// Log lines captured on this thread.
@@ -719,6 +1130,30 @@ impl Captured {
             .map(str::to_owned)
             .collect()
     }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_ephemeral_sealer_over_http_is_warned_about() {
+    let (logs, _guard) = Captured::start(tracing::Level::WARN);
+    let warning = "sealed with a key of this process only";
+    let bound = HttpServer::new(build(Arc::default()))
+        .bind("127.0.0.1:0")
+        .listen()
+        .await
+        .unwrap();
+    assert_eq!(logs.lines(warning).len(), 1, "{:?}", logs.lines(""));
+    drop(bound);
+    let shared = mcp(Arc::default())
+        .state_keys(arctern::state::KeyRing::generate())
+        .build()
+        .unwrap();
+    let bound = HttpServer::new(shared)
+        .bind("127.0.0.1:0")
+        .listen()
+        .await
+        .unwrap();
+    assert_eq!(logs.lines(warning).len(), 1, "shared keys: no new warning");
+    drop(bound);
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -695,7 +695,15 @@ async fn the_get_stream_carries_list_changes() {
 #[tokio::test]
 async fn sessions_are_limited_and_idle_ones_expire() {
     let running = start(HttpConfig::new().max_sessions(1)).await;
-    let (_kept, _) = Session::open(running.addr, V11, json!({})).await;
+    let (kept, _) = Session::open(running.addr, V11, json!({})).await;
+    // In use (its GET stream open), the one session cannot make room.
+    let _reading = send(
+        running.addr,
+        Method::GET,
+        &[("mcp-session-id", &kept.id)],
+        None,
+    )
+    .await;
     let refused = send(
         running.addr,
         Method::POST,

@@ -8,6 +8,7 @@ use arctern_types::implementation::Implementation;
 use arctern_types::result::CacheScope;
 use arctern_types::version::ProtocolVersion;
 
+use super::connection::ConnectionLimits;
 use super::legacy::LegacyConfig;
 use super::middleware::Middleware;
 use super::mrtr::MrtrLimits;
@@ -141,6 +142,8 @@ pub struct ServerConfig {
     /// Middleware around every handler call, outermost first (see
     /// [`middleware`](super::middleware)).
     pub middleware: Vec<Arc<dyn Middleware>>,
+    /// Requests in flight per connection and over every connection.
+    pub connections: ConnectionLimits,
     /// Limits on resource subscriptions, and who hears about which update.
     pub subscriptions: SubscriptionPolicy,
 }
@@ -159,6 +162,7 @@ impl fmt::Debug for ServerConfig {
             .field("principal", &self.principal)
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
+            .field("connections", &self.connections)
             .field("subscriptions", &self.subscriptions)
             .finish()
     }
@@ -194,6 +198,7 @@ impl ServerConfig {
             principal: None,
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
+            connections: ConnectionLimits::default(),
             subscriptions: SubscriptionPolicy::default(),
         }
     }
@@ -231,6 +236,12 @@ impl ServerConfig {
     /// Sets the limits on multi round-trip requests.
     pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
         self.mrtr = limits;
+        self
+    }
+
+    /// Sets the limits on requests in flight per connection and over every connection.
+    pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.connections = limits;
         self
     }
 

@@ -8,6 +8,8 @@ use arctern_types::RequestId;
 use futures::future::AbortHandle;
 use tokio::sync::Notify;
 
+use super::limits::{ConnectionLimits, TotalInFlight, TotalPlace};
+
 /// Shards of the map, so that requests registering and finishing on many threads rarely
 /// contend on one lock.
 const SHARDS: usize = 16;
@@ -53,26 +55,50 @@ impl InFlight {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a request; `None` if a request with this id is still in flight.
+    /// Registers a request, within this connection's limit and the server's.
     pub(super) fn register(
         self: &Arc<Self>,
         id: &RequestId,
         abort: AbortHandle,
-    ) -> Option<Registered> {
+        limits: &ConnectionLimits,
+        total: &Arc<TotalInFlight>,
+    ) -> Result<Registered, Refusal> {
         let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
-        {
+        let place = {
             let mut shard = self.shard(id);
             if shard.contains_key(id) {
-                return None;
+                return Err(Refusal::Duplicate);
             }
+            let limit = limits.max_in_flight;
+            if self
+                .active
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < limit).then_some(n + 1)
+                })
+                .is_err()
+            {
+                return Err(Refusal::Connection(limit));
+            }
+            let Some(place) = total.try_take(limits.max_in_flight_total) else {
+                self.release();
+                return Err(Refusal::Server(limits.max_in_flight_total));
+            };
             shard.insert(id.clone(), Entry { generation, abort });
-        }
-        self.active.fetch_add(1, Ordering::AcqRel);
-        Some(Registered {
+            place
+        };
+        Ok(Registered {
             in_flight: self.clone(),
             id: id.clone(),
             generation,
+            _place: place,
         })
+    }
+
+    /// Gives back one place on this connection.
+    fn release(&self) {
+        if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.idle.notify_waiters();
+        }
     }
 
     /// Cancels the request with this id; returns whether one was in flight.
@@ -125,12 +151,24 @@ impl InFlight {
     }
 }
 
+/// Why a request could not be registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// A request with this id is still in flight.
+    Duplicate,
+    /// The connection has this many requests in flight already.
+    Connection(usize),
+    /// The server has this many requests in flight already.
+    Server(usize),
+}
+
 /// A request's place in the map: it leaves the map when this is dropped, however the request
 /// ends (answered, cancelled, or closed with the connection).
 pub(super) struct Registered {
     in_flight: Arc<InFlight>,
     id: RequestId,
     generation: u64,
+    _place: TotalPlace,
 }
 
 impl Registered {
@@ -159,9 +197,7 @@ impl Drop for Registered {
                 shard.remove(&self.id);
             }
         }
-        if self.in_flight.active.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.in_flight.idle.notify_waiters();
-        }
+        self.in_flight.release();
     }
 }
 
@@ -169,16 +205,29 @@ impl Drop for Registered {
 mod tests {
     use super::*;
 
+    fn register(
+        in_flight: &Arc<InFlight>,
+        id: &RequestId,
+        abort: AbortHandle,
+    ) -> Result<Registered, Refusal> {
+        static TOTAL: std::sync::LazyLock<Arc<TotalInFlight>> =
+            std::sync::LazyLock::new(Default::default);
+        in_flight.register(id, abort, &ConnectionLimits::default(), &TOTAL)
+    }
+
     #[test]
     fn an_id_in_flight_cannot_be_registered_twice() {
         let in_flight = InFlight::new();
         let id = RequestId::Number(7);
-        let first = in_flight.register(&id, AbortHandle::new_pair().0).unwrap();
-        assert!(in_flight.register(&id, AbortHandle::new_pair().0).is_none());
+        let first = register(&in_flight, &id, AbortHandle::new_pair().0).unwrap();
+        assert_eq!(
+            register(&in_flight, &id, AbortHandle::new_pair().0).err(),
+            Some(Refusal::Duplicate)
+        );
         assert_eq!(in_flight.len(), 1);
         drop(first);
         assert_eq!(in_flight.len(), 0);
-        assert!(in_flight.register(&id, AbortHandle::new_pair().0).is_some());
+        assert!(register(&in_flight, &id, AbortHandle::new_pair().0).is_ok());
     }
 
     #[test]
@@ -186,15 +235,41 @@ mod tests {
         let in_flight = InFlight::new();
         let id = RequestId::String("a".into());
         let (abort, _registration) = AbortHandle::new_pair();
-        let registered = in_flight.register(&id, abort.clone()).unwrap();
+        let registered = register(&in_flight, &id, abort.clone()).unwrap();
         assert!(in_flight.abort(&id));
         assert!(abort.is_aborted());
         assert!(!registered.replace(AbortHandle::new_pair().0));
         // The id is free again even before the cancelled request winds down.
-        let again = in_flight.register(&id, AbortHandle::new_pair().0).unwrap();
+        let again = register(&in_flight, &id, AbortHandle::new_pair().0).unwrap();
         drop(registered);
         assert_eq!(in_flight.len(), 1);
         assert!(again.replace(AbortHandle::new_pair().0));
         assert_eq!(in_flight.abort_all(), 1);
+    }
+
+    #[test]
+    fn the_connection_and_the_server_limits_hold() {
+        let limits = ConnectionLimits::default()
+            .max_in_flight(2)
+            .max_in_flight_total(3);
+        let total = Arc::new(TotalInFlight::default());
+        let a = InFlight::new();
+        let b = InFlight::new();
+        let id = |n| RequestId::Number(n);
+        let abort = || AbortHandle::new_pair().0;
+        let a1 = a.register(&id(1), abort(), &limits, &total).unwrap();
+        let _a2 = a.register(&id(2), abort(), &limits, &total).unwrap();
+        assert_eq!(
+            a.register(&id(3), abort(), &limits, &total).err(),
+            Some(Refusal::Connection(2))
+        );
+        let _b1 = b.register(&id(1), abort(), &limits, &total).unwrap();
+        assert_eq!(
+            b.register(&id(2), abort(), &limits, &total).err(),
+            Some(Refusal::Server(3))
+        );
+        assert_eq!((b.len(), total.taken()), (1, 3), "a refusal takes nothing");
+        drop(a1);
+        assert!(b.register(&id(2), abort(), &limits, &total).is_ok());
     }
 }

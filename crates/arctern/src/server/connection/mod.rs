@@ -28,6 +28,7 @@
 //! ```
 
 mod in_flight;
+mod limits;
 mod origin;
 mod reply;
 
@@ -39,7 +40,7 @@ use std::task::{Context, Poll};
 
 use arctern_types::jsonrpc::{JsonRpcMessage, JsonRpcRequest};
 use arctern_types::notifications::CancelledNotificationParams;
-use arctern_types::{ErrorObject, ProtocolVersion, methods};
+use arctern_types::{ErrorObject, ProtocolVersion, RequestId, methods};
 use bytes::Bytes;
 use futures::Stream;
 use futures::future::{AbortHandle, Abortable};
@@ -50,8 +51,12 @@ use super::handler::Handler;
 use super::legacy::{Initialized, Outbound, is_legacy_initialize};
 use super::{Server, engine::Scope};
 use crate::Era;
-use in_flight::{InFlight, Registered};
+use in_flight::{InFlight, Refusal, Registered};
 
+pub(crate) use limits::TotalInFlight;
+pub use limits::{
+    ConnectionLimits, DEFAULT_MAX_IN_FLIGHT_PER_CONNECTION, DEFAULT_MAX_IN_FLIGHT_TOTAL,
+};
 pub use origin::{RequestOrigin, TransportKind, WireHeaders};
 pub(crate) use reply::{BoxedResponse, respond_lazily};
 pub use reply::{MessageKind, Reply, ReplyStream};
@@ -150,7 +155,8 @@ impl<H: Handler> Connection<H> {
     /// A request cancelled with `notifications/cancelled` resolves to
     /// [`Reply::Cancelled`] (its handler is dropped), and so does a request still running
     /// when the connection closes. A request whose id is still in flight is refused with
-    /// `-32600`.
+    /// `-32600`; one beyond the [`ConnectionLimits`] of the server's configuration with
+    /// `-32603`.
     pub fn handle(&self, message: JsonRpcMessage, origin: RequestOrigin) -> Handling {
         let reply = match message {
             JsonRpcMessage::Request(request) => return self.request(request, origin),
@@ -192,15 +198,14 @@ impl<H: Handler> Connection<H> {
         };
         let id = request.id.clone();
         let (abort, registration) = AbortHandle::new_pair();
-        let Some(registered) = self.inner.in_flight.register(&id, abort) else {
-            tracing::warn!(%id, "refused a request whose id is still in flight");
-            return Handling::ready(Reply::Message {
-                body: encode_error(
-                    Some(&id),
-                    &ErrorObject::invalid_request("A request with this id is still in flight"),
-                ),
-                kind: MessageKind::Invalid,
-            });
+        let registered = match self.inner.in_flight.register(
+            &id,
+            abort,
+            &self.server.config().connections,
+            self.server.in_flight_total(),
+        ) {
+            Ok(registered) => registered,
+            Err(refusal) => return Handling::ready(refused(&id, refusal)),
         };
         let this = self.clone();
         Handling(Box::pin(async move {
@@ -307,6 +312,16 @@ impl<H> Connection<H> {
         }
     }
 
+    /// Whether the client of a legacy session sent `notifications/initialized` (`false`
+    /// for a modern connection).
+    #[cfg(feature = "http")]
+    pub(crate) fn legacy_initialized(&self) -> bool {
+        match self.inner.era.get() {
+            Some(Served::Legacy(session)) => session.is_initialized(),
+            _ => false,
+        }
+    }
+
     /// A token cancelled when the connection closes.
     #[cfg(feature = "http")]
     pub(crate) fn closed_token(&self) -> CancellationToken {
@@ -360,6 +375,45 @@ impl<H> Connection<H> {
     /// Whether the connection is closed.
     pub fn is_closed(&self) -> bool {
         self.inner.cancel.is_cancelled()
+    }
+}
+
+/// The answer to a request that could not be registered.
+fn refused(id: &RequestId, refusal: Refusal) -> Reply {
+    let (error, kind) = match refusal {
+        Refusal::Duplicate => {
+            tracing::warn!(%id, "refused a request whose id is still in flight");
+            (
+                ErrorObject::invalid_request("A request with this id is still in flight"),
+                MessageKind::Invalid,
+            )
+        }
+        Refusal::Connection(limit) => {
+            tracing::warn!(%id, limit, "refused a request: too many in flight on its connection");
+            (
+                ErrorObject::internal_error(format!(
+                    "Server busy: this connection already has {limit} requests in flight; \
+                     send more when some finish"
+                ))
+                .with_data(serde_json::json!({"limit": limit, "scope": "connection"})),
+                MessageKind::Response,
+            )
+        }
+        Refusal::Server(limit) => {
+            tracing::warn!(%id, limit, "refused a request: too many in flight on the server");
+            (
+                ErrorObject::internal_error(format!(
+                    "Server busy: the server already has {limit} requests in flight; \
+                     retry later"
+                ))
+                .with_data(serde_json::json!({"limit": limit, "scope": "server"})),
+                MessageKind::Response,
+            )
+        }
+    };
+    Reply::Message {
+        body: encode_error(Some(id), &error),
+        kind,
     }
 }
 

@@ -22,7 +22,9 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::config::ServerConfig;
-use super::connection::{Connection, MessageKind, Reply, RequestOrigin, TransportKind};
+use super::connection::{
+    Connection, MessageKind, Reply, RequestOrigin, TotalInFlight, TransportKind,
+};
 use super::handler::Handler;
 use super::middleware::{self, Call, Endpoint, Middleware, Response};
 use super::subscriptions::{ChangeBroker, ChangeNotifier};
@@ -70,6 +72,8 @@ pub(crate) struct Inner<H> {
     shutdown: CancellationToken,
     /// The middleware, outermost first (empty: handlers are called directly).
     layers: Arc<[Arc<dyn Middleware>]>,
+    /// Requests in flight over every connection.
+    in_flight: Arc<TotalInFlight>,
 }
 
 impl<H: Handler> Server<H> {
@@ -87,6 +91,7 @@ impl<H: Handler> Server<H> {
                 changes: ChangeBroker::new(),
                 shutdown: CancellationToken::new(),
                 layers,
+                in_flight: Arc::default(),
             }),
         }
     }
@@ -157,6 +162,12 @@ impl<H> Server<H> {
     /// A token cancelled when the server shuts down.
     pub fn shutdown_token(&self) -> &CancellationToken {
         &self.inner.shutdown
+    }
+
+    /// Requests in flight over every connection (for
+    /// [`ConnectionLimits::max_in_flight_total`](super::connection::ConnectionLimits)).
+    pub(crate) fn in_flight_total(&self) -> &Arc<TotalInFlight> {
+        &self.inner.in_flight
     }
 
     /// Whether this server serves any legacy revision.

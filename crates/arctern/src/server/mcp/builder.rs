@@ -172,6 +172,16 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// Limits on requests in flight per connection and over every connection (see
+    /// [`ConnectionLimits`](crate::server::connection::ConnectionLimits)).
+    pub fn connection_limits(
+        mut self,
+        limits: crate::server::connection::ConnectionLimits,
+    ) -> Self {
+        self.parts.config.connections = limits;
+        self
+    }
+
     /// Limits on resource subscriptions (per `subscriptions/listen` stream and per legacy
     /// session), and the filter deciding which subscriber hears about which update (see
     /// [`SubscriptionPolicy`](crate::server::SubscriptionPolicy)).

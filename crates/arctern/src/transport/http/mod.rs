@@ -40,9 +40,11 @@ mod server;
 
 #[cfg(feature = "server")]
 pub use server::{
-    BoundHttpServer, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_SESSIONS, DEFAULT_PATH,
-    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, HttpConfig, HttpServer, ResponseBody,
-    ResponseFuture, StreamableHttpService,
+    BoundHttpServer, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_KEEP_ALIVE,
+    DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_PATH, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SHUTDOWN_GRACE, DEFAULT_UNINITIALIZED_SESSION_TIMEOUT, DEFAULT_UNREAD_STREAM_TIMEOUT,
+    HttpConfig, HttpServer, PeerAddr, ResponseBody, ResponseFuture, StreamableHttpService,
 };
 #[cfg(all(feature = "server", feature = "tls"))]
 pub use server::{DEFAULT_TLS_HANDSHAKE_TIMEOUT, TlsConfig, TlsReloader};

@@ -15,6 +15,18 @@ pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// signal before closing them.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// The default [`HttpConfig::header_read_timeout`]: 30 seconds.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default [`HttpConfig::body_read_timeout`]: 30 seconds.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default [`HttpConfig::max_connections`]: 10 000.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// The default [`HttpConfig::max_in_flight`]: 4096 requests.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
+
 /// Configuration of the Streamable HTTP server transport.
 ///
 /// # DNS-rebinding protection
@@ -36,6 +48,25 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 ///   allowed explicitly.
 ///
 /// Refused requests get `403 Forbidden`.
+///
+/// # Slow and greedy clients
+///
+/// Every wait a client controls is bounded: the request head must arrive within
+/// [`header_read_timeout`](Self::header_read_timeout) (which also closes idle keep-alive
+/// connections), the body within [`body_read_timeout`](Self::body_read_timeout) (`408`),
+/// and at most [`max_in_flight`](Self::max_in_flight) requests are served at once (`503`
+/// with `Retry-After`); [`HttpServer`] accepts at most
+/// [`max_connections`](Self::max_connections) connections (more wait in the listen
+/// backlog). The defaults keep serving ordinary clients while thousands of sockets trickle
+/// a byte every few seconds: each such socket costs a task and a few kilobytes until its
+/// deadline closes it.
+///
+/// 2025-era sessions are bounded too: at most [`max_sessions`](Self::max_sessions) in all
+/// and [`max_sessions_per_client`](Self::max_sessions_per_client) per principal (or peer
+/// address); at a limit, a session not in use makes room (one that never sent
+/// `notifications/initialized` first, then the least recently used), so a flood of
+/// `initialize` cannot lock other clients out. Each session belongs to the principal that
+/// opened it: another principal's requests on it get `404`.
 ///
 /// [`StreamableHttpService`]: super::StreamableHttpService
 /// [`HttpServer`]: super::HttpServer
@@ -62,6 +93,13 @@ pub struct HttpConfig {
     pub(crate) keep_alive: Option<Duration>,
     pub(crate) session_idle_timeout: Duration,
     pub(crate) max_sessions: usize,
+    pub(crate) max_sessions_per_client: usize,
+    pub(crate) uninitialized_session_timeout: Duration,
+    pub(crate) unread_stream_timeout: Duration,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) body_read_timeout: Duration,
+    pub(crate) max_connections: usize,
+    pub(crate) max_in_flight: usize,
 }
 
 /// An allowed `Host`: a name (lower case, IPv6 in brackets) and optionally one port.
@@ -82,6 +120,13 @@ impl Default for HttpConfig {
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
             session_idle_timeout: super::legacy::DEFAULT_SESSION_IDLE_TIMEOUT,
             max_sessions: super::legacy::DEFAULT_MAX_SESSIONS,
+            max_sessions_per_client: super::legacy::DEFAULT_MAX_SESSIONS_PER_CLIENT,
+            uninitialized_session_timeout: super::legacy::DEFAULT_UNINITIALIZED_SESSION_TIMEOUT,
+            unread_stream_timeout: super::legacy::DEFAULT_UNREAD_STREAM_TIMEOUT,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -156,10 +201,70 @@ impl HttpConfig {
         self
     }
 
-    /// The most 2025-era sessions open at once (at least 1); an `initialize` beyond it,
-    /// once idle sessions are closed, gets `503`. Default 10 000.
+    /// The most 2025-era sessions open at once (at least 1). At the limit, a new session
+    /// closes one not in use (one that never sent `notifications/initialized` first, then
+    /// the least recently used); when every session is in use, `initialize` gets `503`.
+    /// Default 10 000.
     pub fn max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions.max(1);
+        self
+    }
+
+    /// The most 2025-era sessions one client may have open at once (at least 1): one
+    /// principal, or, for sessions opened without one, one peer IP address (known to
+    /// [`HttpServer`](super::HttpServer); a service mounted elsewhere counts only requests
+    /// carrying a [`PeerAddr`](super::PeerAddr) extension). At the limit, a new session
+    /// closes the client's own least recently used session not in use; when all are in
+    /// use, `initialize` gets `429`. Default 256.
+    pub fn max_sessions_per_client(mut self, sessions: usize) -> Self {
+        self.max_sessions_per_client = sessions.max(1);
+        self
+    }
+
+    /// How long a 2025-era session that never sent `notifications/initialized` may sit
+    /// idle before it is closed (a session that did gets
+    /// [`session_idle_timeout`](Self::session_idle_timeout)). Default 1 minute.
+    pub fn uninitialized_session_timeout(mut self, timeout: Duration) -> Self {
+        self.uninitialized_session_timeout = timeout;
+        self
+    }
+
+    /// How long a 2025-era request may go on while no client reads its stream (the client
+    /// went away and did not resume with `GET` and `Last-Event-ID`); after that it is
+    /// cancelled, like with `notifications/cancelled`. Default 1 minute.
+    pub fn unread_stream_timeout(mut self, timeout: Duration) -> Self {
+        self.unread_stream_timeout = timeout;
+        self
+    }
+
+    /// How long [`HttpServer`](super::HttpServer) waits for a request's head, from its
+    /// first byte, or on an idle keep-alive connection for the next request; then it closes
+    /// the connection. Default 30 seconds.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a request's body may take to arrive in full, from the end of its head;
+    /// then the request gets `408` and the connection is closed. Default 30 seconds.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// The most connections [`HttpServer`](super::HttpServer) serves at once (at least 1);
+    /// at the limit it stops accepting until one closes, and further clients wait in the
+    /// listen backlog. Keep it below the process's file-descriptor limit. Default 10 000.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// The most requests served at once, counted from the end of the body to the response
+    /// head (at least 1); beyond it a request gets `503` with `Retry-After: 1`. Default
+    /// 4096.
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.max(1);
         self
     }
 

@@ -12,6 +12,7 @@
 //! is not cancelling on these revisions; `notifications/cancelled` is.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::body::sse_event;
 use super::negotiate::MCP_PROTOCOL_VERSION;
 use crate::server::connection::{Connection, Reply, ReplyStream, RequestOrigin, TransportKind};
-use crate::server::{Handler, Server};
+use crate::server::{Handler, Principal, PrincipalHook, Server};
 
 /// `Mcp-Session-Id`.
 pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -40,6 +41,14 @@ pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The default maximum number of legacy sessions open at once: 10 000.
 pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// The default maximum number of legacy sessions one client (one principal, or one peer
+/// address when requests carry no principal) may have open at once: 256.
+pub const DEFAULT_MAX_SESSIONS_PER_CLIENT: usize = 256;
+/// The default idle time after which a legacy session that never sent
+/// `notifications/initialized` is closed: 1 minute.
+pub const DEFAULT_UNINITIALIZED_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default time a legacy request may go on while no client reads its stream: 1 minute.
+pub const DEFAULT_UNREAD_STREAM_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Events one stream keeps for resumption; older ones are dropped (so a session whose
 /// client never reads its `GET` stream holds a bounded backlog).
@@ -113,6 +122,68 @@ impl VersionHeader {
 pub(crate) struct SessionLimits {
     pub(crate) idle: Duration,
     pub(crate) max: usize,
+    pub(crate) per_client: usize,
+    pub(crate) uninitialized_idle: Duration,
+    pub(crate) unread: Duration,
+}
+
+/// The remote address of the connection a request came on. [`HttpServer`] puts it in the
+/// extensions of every request; a server that mounts [`StreamableHttpService`] elsewhere
+/// can insert it itself, so that 2025-era sessions opened without a principal are capped
+/// per address ([`HttpConfig::max_sessions_per_client`]).
+///
+/// [`HttpServer`]: super::HttpServer
+/// [`StreamableHttpService`]: super::StreamableHttpService
+/// [`HttpConfig::max_sessions_per_client`]: super::HttpConfig::max_sessions_per_client
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// Who a session belongs to: the principal of the request that opened it, as the
+/// authentication layer put it in the request's extensions (or as the server's
+/// [`PrincipalHook`] derives it). Compared as a whole; "no principal" is an owner too, so a
+/// session opened without one cannot be used with one, and the other way round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    principal: Option<Principal>,
+    derived: Option<String>,
+}
+
+impl Owner {
+    pub(crate) fn of(extensions: &http::Extensions, hook: Option<&PrincipalHook>) -> Owner {
+        match extensions.get::<Principal>() {
+            Some(principal) => Owner {
+                principal: Some(principal.clone()),
+                derived: None,
+            },
+            None => Owner {
+                principal: None,
+                derived: hook.and_then(|hook| (hook.0)(extensions)),
+            },
+        }
+    }
+
+    fn is_anonymous(&self) -> bool {
+        self.principal.is_none() && self.derived.is_none()
+    }
+}
+
+/// The client a session counts against for [`SessionLimits::per_client`]: its owner, or
+/// the peer's address when it has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ClientKey {
+    Owner(Owner),
+    Peer(IpAddr),
+}
+
+impl ClientKey {
+    fn of(owner: &Owner, extensions: &http::Extensions) -> Option<ClientKey> {
+        if !owner.is_anonymous() {
+            return Some(ClientKey::Owner(owner.clone()));
+        }
+        extensions
+            .get::<PeerAddr>()
+            .map(|peer| ClientKey::Peer(peer.0.ip()))
+    }
 }
 
 /// The legacy sessions of one service.
@@ -124,8 +195,10 @@ pub(crate) struct Sessions {
 
 /// Why no session could be opened.
 pub(crate) enum OpenError {
-    /// At the session limit.
+    /// At the session limit, with every session in use.
     Full,
+    /// At the limit for this client, with every one of its sessions in use.
+    ClientFull,
     /// No session id could be made (the operating system's random generator failed).
     NoId,
 }
@@ -143,12 +216,20 @@ impl Sessions {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The session with this id, marked as used now.
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+    /// The session with this id if `owner` owns it, marked as used now. Another owner's
+    /// session is not found: its id alone proves nothing.
+    pub(crate) fn get(&self, id: &str, owner: &Owner) -> Option<Arc<HttpSession>> {
         let session = self.map().get(id).cloned()?;
         if session.connection.is_closed() {
             // Ended by the server shutting down; forget it.
             self.remove(id);
+            return None;
+        }
+        if session.owner != *owner {
+            tracing::warn!(
+                session = id,
+                "refused a request on a legacy session that another principal opened"
+            );
             return None;
         }
         session.touch(now_ms());
@@ -168,20 +249,20 @@ impl Sessions {
     }
 
     /// Serves an `initialize` on a connection of its own: when the server opens a session,
-    /// the session is kept under a fresh id. Returns the session (if one was opened) and the
-    /// reply to the `initialize`.
+    /// the session is kept under a fresh id, owned by the request's principal. At a limit,
+    /// the sessions not in use make room, those that never finished initializing first,
+    /// then the least recently used. Returns the session (if one was opened) and the reply
+    /// to the `initialize`.
     pub(crate) async fn open<H: Handler>(
         self: &Arc<Self>,
         server: &Server<H>,
         request: JsonRpcMessage,
         origin: RequestOrigin,
     ) -> Result<(Option<Arc<HttpSession>>, Reply), OpenError> {
-        if self.map().len() >= self.limits.max {
-            self.reap();
-            if self.map().len() >= self.limits.max {
-                return Err(OpenError::Full);
-            }
-        }
+        let owner = Owner::of(&origin.extensions, server.config().principal.as_ref());
+        let client = ClientKey::of(&owner, &origin.extensions);
+        // Fail early, before serving, when nothing could make room.
+        self.make_room(client.as_ref(), false)?;
         let standalone = Arc::new(EventLog::new(0));
         let weak = Arc::downgrade(&standalone);
         let connection =
@@ -202,34 +283,106 @@ impl Sessions {
         };
         let id: Arc<str> = id.into();
         let cancel = connection.closed_token();
+        let now = now_ms();
         let session = Arc::new(HttpSession {
             id: id.clone(),
             version,
+            owner,
+            client: client.clone(),
             cancel,
             connection: Box::new(connection),
             standalone,
             streams: Mutex::new(VecDeque::new()),
             next_stream: AtomicU64::new(1),
-            last_used: AtomicU64::new(now_ms()),
+            last_used: AtomicU64::new(now),
             active: AtomicUsize::new(0),
+            unread: self.limits.unread,
         });
+        if let Err(e) = self.make_room(client.as_ref(), true) {
+            session.close();
+            return Err(e);
+        }
         self.map().insert(id, session.clone());
         self.start_reaper(server.shutdown_token().clone());
         Ok((Some(session), reply))
     }
 
-    /// Closes the sessions idle for longer than the limit.
+    /// Makes room for one more session of `client`: closes expired sessions, then, at a
+    /// limit, evicts one session not in use (`evict`), or fails.
+    fn make_room(&self, client: Option<&ClientKey>, evict: bool) -> Result<(), OpenError> {
+        let full = |map: &HashMap<Arc<str>, Arc<HttpSession>>| map.len() >= self.limits.max;
+        let client_full = |map: &HashMap<Arc<str>, Arc<HttpSession>>| {
+            client.is_some_and(|key| {
+                map.values()
+                    .filter(|s| s.client.as_ref() == Some(key))
+                    .count()
+                    >= self.limits.per_client
+            })
+        };
+        {
+            let map = self.map();
+            if !full(&map) && !client_full(&map) {
+                return Ok(());
+            }
+        }
+        self.reap();
+        let evicted = {
+            let mut map = self.map();
+            // The client's own sessions make room for it first.
+            let (scope, error) = if client_full(&map) {
+                (client, OpenError::ClientFull)
+            } else if full(&map) {
+                (None, OpenError::Full)
+            } else {
+                return Ok(());
+            };
+            let victim = map
+                .values()
+                .filter(|s| s.active.load(Ordering::Acquire) == 0)
+                .filter(|s| scope.is_none_or(|key| s.client.as_ref() == Some(key)))
+                .min_by_key(|s| {
+                    (
+                        s.connection.is_initialized(),
+                        s.last_used.load(Ordering::Acquire),
+                    )
+                })
+                .map(|s| s.id.clone());
+            match victim {
+                Some(id) if evict => map.remove(&id),
+                Some(_) => return Ok(()),
+                None => return Err(error),
+            }
+        };
+        if let Some(session) = evicted {
+            tracing::info!(
+                session = %session.id,
+                "closed a legacy session not in use to make room for a new one"
+            );
+            session.close();
+        }
+        Ok(())
+    }
+
+    /// Closes the sessions idle for longer than the limit (a shorter one for sessions that
+    /// never sent `notifications/initialized`).
     fn reap(&self) {
         let now = now_ms();
-        let idle = u64::try_from(self.limits.idle.as_millis()).unwrap_or(u64::MAX);
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let idle = millis(self.limits.idle);
+        let uninitialized = millis(self.limits.uninitialized_idle).min(idle);
         let expired: Vec<Arc<HttpSession>> = {
             let mut map = self.map();
             let ids: Vec<Arc<str>> = map
                 .values()
                 .filter(|s| {
-                    s.connection.is_closed()
-                        || (s.active.load(Ordering::Acquire) == 0
-                            && now.saturating_sub(s.last_used.load(Ordering::Acquire)) > idle)
+                    if s.connection.is_closed() {
+                        return true;
+                    }
+                    if s.active.load(Ordering::Acquire) != 0 {
+                        return false;
+                    }
+                    let idle_for = now.saturating_sub(s.last_used.load(Ordering::Acquire));
+                    idle_for > idle || (idle_for > uninitialized && !s.connection.is_initialized())
                 })
                 .map(|s| s.id.clone())
                 .collect();
@@ -248,8 +401,8 @@ impl Sessions {
             return;
         }
         let weak = Arc::downgrade(self);
-        let every =
-            (self.limits.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        let shortest = self.limits.idle.min(self.limits.uninitialized_idle);
+        let every = (shortest / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -282,6 +435,8 @@ trait SessionConnection: Send + Sync {
     ) -> futures::future::BoxFuture<'static, Reply>;
     fn close(&self);
     fn is_closed(&self) -> bool;
+    /// Whether the client sent `notifications/initialized`.
+    fn is_initialized(&self) -> bool;
 }
 
 impl<H: Handler> SessionConnection for Connection<H> {
@@ -301,6 +456,10 @@ impl<H: Handler> SessionConnection for Connection<H> {
     fn is_closed(&self) -> bool {
         Connection::is_closed(self)
     }
+
+    fn is_initialized(&self) -> bool {
+        Connection::legacy_initialized(self)
+    }
 }
 
 /// One legacy session over HTTP.
@@ -308,6 +467,10 @@ pub(crate) struct HttpSession {
     pub(crate) id: Arc<str>,
     /// The revision `initialize` negotiated.
     version: ProtocolVersion,
+    /// The principal that opened the session; only it may use the session.
+    owner: Owner,
+    /// What the session counts against for the per-client cap.
+    client: Option<ClientKey>,
     /// Cancelled when the session ends.
     cancel: CancellationToken,
     connection: Box<dyn SessionConnection>,
@@ -319,6 +482,8 @@ pub(crate) struct HttpSession {
     last_used: AtomicU64,
     /// Requests running and streams being read: a session in use never expires.
     active: AtomicUsize,
+    /// How long a request may go on while no client reads its stream.
+    unread: Duration,
 }
 
 impl HttpSession {
@@ -414,8 +579,9 @@ pub(crate) enum Answer {
 }
 
 /// Serves one message of a legacy session. A request runs in its own task, which keeps
-/// running if the HTTP exchange goes away (the client may resume its stream); only
-/// `notifications/cancelled` (or the session ending) cancels it.
+/// running if the HTTP exchange goes away (the client may resume its stream), until
+/// `notifications/cancelled`, the session ending, or nobody reading its answer for the
+/// unread-stream timeout cancels it.
 pub(crate) async fn serve_message(
     session: &Arc<HttpSession>,
     message: JsonRpcMessage,
@@ -434,7 +600,21 @@ pub(crate) async fn serve_message(
     let guard = session.active();
     tokio::spawn(async move {
         let _guard = guard;
-        match served.await {
+        let mut tx = tx;
+        let unread = task_session.unread;
+        let reply = tokio::select! {
+            reply = served => reply,
+            () = gone_for(&mut tx, unread) => {
+                // Nobody can get the answer any more (it has no stream to resume yet):
+                // dropping the request cancels it.
+                tracing::debug!(
+                    session = %task_session.id,
+                    "abandoned a legacy request whose client went away"
+                );
+                return;
+            }
+        };
+        match reply {
             Reply::Message { body, .. } => {
                 let _ = tx.send(Answer::Message(body));
             }
@@ -445,10 +625,30 @@ pub(crate) async fn serve_message(
                 // Ends the stream for its readers however the task ends (also when
                 // `notifications/cancelled` cuts the stream).
                 let _finish = FinishOnDrop(log.clone());
-                while let Some(message) = stream.next().await {
-                    // An empty message asks for the response to end here (the client
-                    // resumes with GET).
-                    log.push((!message.is_empty()).then_some(message));
+                let unread = task_session.unread;
+                let mut check = tokio::time::interval(
+                    (unread / 4).clamp(Duration::from_millis(10), Duration::from_secs(5)),
+                );
+                check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        message = stream.next() => match message {
+                            // An empty message asks for the response to end here (the
+                            // client resumes with GET).
+                            Some(message) => log.push((!message.is_empty()).then_some(message)),
+                            None => break,
+                        },
+                        _ = check.tick() => {
+                            if log.unread_for(now_ms()) > unread {
+                                // Dropping the stream cancels the request.
+                                tracing::debug!(
+                                    session = %task_session.id,
+                                    "abandoned a legacy request whose stream nobody read"
+                                );
+                                break;
+                            }
+                        }
+                    }
                 }
             }
             _ => {
@@ -457,6 +657,12 @@ pub(crate) async fn serve_message(
         }
     });
     rx.await.unwrap_or(Answer::Accepted)
+}
+
+/// Completes `unread` after the HTTP exchange waiting for `tx` went away.
+async fn gone_for(tx: &mut oneshot::Sender<Answer>, unread: Duration) {
+    tx.closed().await;
+    tokio::time::sleep(unread).await;
 }
 
 /// Opens a `GET` stream: a resumption after `Last-Event-ID`, or the session's stream of
@@ -491,6 +697,10 @@ pub(crate) struct EventLog {
     stream: u64,
     state: Mutex<LogState>,
     changed: Notify,
+    /// Readers attached now.
+    readers: AtomicUsize,
+    /// When the last reader left (or the log was made), in [`now_ms`] time.
+    unread_since: AtomicU64,
 }
 
 struct LogState {
@@ -516,7 +726,17 @@ impl EventLog {
                 high_water: 1,
             }),
             changed: Notify::new(),
+            readers: AtomicUsize::new(0),
+            unread_since: AtomicU64::new(now_ms()),
         }
+    }
+
+    /// How long no reader has been attached (zero while one is).
+    fn unread_for(&self, now_ms: u64) -> Duration {
+        if self.readers.load(Ordering::Acquire) > 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_millis(now_ms.saturating_sub(self.unread_since.load(Ordering::Acquire)))
     }
 
     fn state(&self) -> MutexGuard<'_, LogState> {
@@ -604,6 +824,7 @@ impl EventLog {
     ) -> ReplyStream {
         let priming =
             (sse && session.version >= ProtocolVersion::V2025_11_25).then(|| self.priming(from));
+        self.readers.fetch_add(1, Ordering::AcqRel);
         let reader = Reader {
             priming,
             sse,
@@ -634,6 +855,13 @@ struct Reader {
     generation: Option<u64>,
     cancel: CancellationToken,
     _active: ActiveGuard,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.log.unread_since.store(now_ms(), Ordering::Release);
+        self.log.readers.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Reader {

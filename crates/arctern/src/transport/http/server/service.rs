@@ -3,6 +3,7 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -10,7 +11,9 @@ use std::time::Duration;
 
 use arctern_types::methods;
 use bytes::Bytes;
-use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::header::{
+    ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER,
+};
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
@@ -18,9 +21,9 @@ use http_body::Body;
 use super::body::{ReadError, ResponseBody, SseSource, read_limited};
 use super::config::HttpConfig;
 use super::guard::{Denied, Guard};
-use super::legacy::{self, Route, SessionLimits, Sessions};
+use super::legacy::{self, Owner, PeerAddr, Route, SessionLimits, Sessions};
 use super::negotiate::{Accepts, is_json_content, mcp_method_is, wire_headers};
-use crate::server::connection::{MessageKind, Reply, RequestOrigin};
+use crate::server::connection::{MessageKind, Reply, RequestOrigin, TotalInFlight};
 use crate::server::{Handler, Server, encode_error};
 use crate::server::{has_modern_envelope, is_legacy_initialize};
 use arctern_types::jsonrpc::JsonRpcMessage;
@@ -45,6 +48,11 @@ const LISTEN_NEEDS_SSE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"messa
 const SESSION_NOT_FOUND: &str = r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found: initialize a new session"}}"#;
 const MISSING_SESSION: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: missing Mcp-Session-Id header; send initialize first"}}"#;
 const TOO_MANY_SESSIONS: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Service Unavailable: too many open sessions"}}"#;
+const TOO_MANY_CLIENT_SESSIONS: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Too Many Requests: this client has too many sessions in use"}}"#;
+const BODY_TIMEOUT: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Request Timeout: the request body did not arrive in time"}}"#;
+const BUSY: &str = r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Server busy: too many requests in flight; retry later"}}"#;
+const CLOSE: HeaderValue = HeaderValue::from_static("close");
+const ONE_SECOND: HeaderValue = HeaderValue::from_static("1");
 const NO_SESSION_ID: &str = r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error: no session id could be made"}}"#;
 const UNSUPPORTED_LEGACY_VERSION: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: unsupported MCP-Protocol-Version for this session"}}"#;
 const GET_NEEDS_SSE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Not Acceptable: the GET stream answers with text/event-stream"}}"#;
@@ -83,6 +91,11 @@ struct Inner<H> {
     server: Server<H>,
     guard: Guard,
     max_body_size: usize,
+    /// The most time a request body may take to arrive.
+    body_timeout: Duration,
+    /// The most requests served at once, and those being served.
+    max_in_flight: usize,
+    in_flight: Arc<TotalInFlight>,
     keep_alive: Option<Duration>,
     /// The 413 body, written once (it names the limit).
     too_large: Bytes,
@@ -121,9 +134,28 @@ impl<H: Handler> StreamableHttpService<H> {
         localhost_only: bool,
     ) -> Self {
         let localhost_only = config.localhost_only.unwrap_or(localhost_only);
-        let (session_idle_timeout, max_sessions) =
-            (config.session_idle_timeout, config.max_sessions);
+        let session_limits = SessionLimits {
+            idle: config.session_idle_timeout,
+            max: config.max_sessions,
+            per_client: config.max_sessions_per_client,
+            uninitialized_idle: config.uninitialized_session_timeout,
+            unread: config.unread_stream_timeout,
+        };
         let max_body_size = config.max_body_size;
+        if server
+            .config()
+            .request_state
+            .as_ref()
+            .is_some_and(|sealer| sealer.is_ephemeral())
+        {
+            tracing::warn!(
+                server = %server.config().info.name,
+                "request state is sealed with a key of this process only: behind a load \
+                 balancer, or across a restart, multi round-trip calls fail with \
+                 \"Invalid or expired requestState\"; give every instance the same keys \
+                 (McpServer::state_keys)"
+            );
+        }
         let too_large = Bytes::from(format!(
             r#"{{"jsonrpc":"2.0","error":{{"code":-32600,"message":"Request body too large (limit {max_body_size} bytes)"}}}}"#
         ));
@@ -131,13 +163,13 @@ impl<H: Handler> StreamableHttpService<H> {
             inner: Arc::new(Inner {
                 server,
                 keep_alive: config.keep_alive,
+                body_timeout: config.body_read_timeout,
+                max_in_flight: config.max_in_flight,
+                in_flight: Arc::default(),
                 guard: Guard::new(config, localhost_only),
                 max_body_size,
                 too_large,
-                sessions: Arc::new(Sessions::new(SessionLimits {
-                    idle: session_idle_timeout,
-                    max: max_sessions,
-                })),
+                sessions: Arc::new(Sessions::new(session_limits)),
             }),
         }
     }
@@ -149,13 +181,17 @@ impl<H: Handler> StreamableHttpService<H> {
 
     /// Answers one request. Used by the tower `Service` implementation and the standalone
     /// server alike.
-    pub(crate) fn dispatch<B>(&self, request: Request<B>) -> ResponseFuture
+    pub(crate) fn dispatch<B>(
+        &self,
+        request: Request<B>,
+        peer: Option<SocketAddr>,
+    ) -> ResponseFuture
     where
         B: Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<BoxError>,
     {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         if let Err(denied) = self.inner.guard.check(&parts) {
             tracing::debug!(?denied, host = ?parts.headers.get(http::header::HOST), origin = ?parts.headers.get(http::header::ORIGIN), "refused a request from a host or origin that is not allowed");
             let body = match denied {
@@ -202,17 +238,21 @@ impl<H: Handler> StreamableHttpService<H> {
             ),
         };
         let headers = wire_headers(&parts.headers);
+        if let (Some(peer), Route::Undecided) = (peer, &route) {
+            // Only a request that may open a legacy session needs its peer (the per-client
+            // session cap); the others skip the allocation.
+            parts.extensions.insert(PeerAddr(peer));
+        }
         let extensions = parts.extensions;
         let this = self.clone();
         ResponseFuture {
             state: State::Running(Box::pin(async move {
-                let bytes = match read_limited(body, limit).await {
+                let bytes = match this.read_body(body, limit).await {
                     Ok(bytes) => bytes,
-                    Err(ReadError::TooLarge) => return this.too_large(),
-                    Err(ReadError::Failed(e)) => {
-                        tracing::debug!(error = %e, "could not read a request body");
-                        return json_error(StatusCode::BAD_REQUEST, UNREADABLE_BODY);
-                    }
+                    Err(response) => return response,
+                };
+                let Some(_place) = this.inner.in_flight.try_take(this.inner.max_in_flight) else {
+                    return this.busy();
                 };
                 let origin = RequestOrigin::http(headers, extensions);
                 if !matches!(route, Route::Modern) {
@@ -228,6 +268,54 @@ impl<H: Handler> StreamableHttpService<H> {
         }
     }
 
+    /// Reads the body within the size limit and the body-read deadline. A body that has
+    /// arrived with the head is read without arming a timer.
+    async fn read_body<B>(&self, body: B, limit: usize) -> Result<Bytes, Response<ResponseBody>>
+    where
+        B: Body,
+        B::Error: Into<BoxError>,
+    {
+        let mut read = std::pin::pin!(read_limited(body, limit));
+        let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+        let read = match first {
+            Poll::Ready(read) => read,
+            Poll::Pending => match tokio::time::timeout(self.inner.body_timeout, read).await {
+                Ok(read) => read,
+                Err(_) => {
+                    tracing::debug!(
+                        timeout = ?self.inner.body_timeout,
+                        "refused a request whose body did not arrive in time"
+                    );
+                    let mut response = json_error(StatusCode::REQUEST_TIMEOUT, BODY_TIMEOUT);
+                    response.headers_mut().insert(CONNECTION, CLOSE);
+                    return Err(response);
+                }
+            },
+        };
+        match read {
+            Ok(bytes) => Ok(bytes),
+            Err(ReadError::TooLarge) => Err(self.too_large()),
+            Err(ReadError::Failed(e)) => {
+                tracing::debug!(error = %e, "could not read a request body");
+                Err(json_error(StatusCode::BAD_REQUEST, UNREADABLE_BODY))
+            }
+        }
+    }
+
+    /// The answer when the server is serving as many requests as it may.
+    fn busy(&self) -> Response<ResponseBody> {
+        busy_log().log(|suppressed| {
+            tracing::warn!(
+                limit = self.inner.max_in_flight,
+                suppressed,
+                "refused requests: at the in-flight limit (HttpConfig::max_in_flight)"
+            );
+        });
+        let mut response = json_error(StatusCode::SERVICE_UNAVAILABLE, BUSY);
+        response.headers_mut().insert(RETRY_AFTER, ONE_SECOND);
+        response
+    }
+
     /// Requests other than `POST` without a session: the 2026-07-28 wire has no `GET` stream
     /// and no sessions to `DELETE`.
     fn not_post(&self, parts: &Parts) -> Response<ResponseBody> {
@@ -239,7 +327,11 @@ impl<H: Handler> StreamableHttpService<H> {
 
     /// `GET` (the session's stream, or a resumption) and `DELETE` on a legacy session.
     fn legacy_not_post(&self, parts: &Parts, id: &str) -> ResponseFuture {
-        let Some(session) = self.inner.sessions.get(id) else {
+        let owner = Owner::of(
+            &parts.extensions,
+            self.inner.server.config().principal.as_ref(),
+        );
+        let Some(session) = self.inner.sessions.get(id, &owner) else {
             return ResponseFuture::ready(json_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND));
         };
         let response = match parts.method {
@@ -301,7 +393,8 @@ impl<H: Handler> StreamableHttpService<H> {
             }
         };
         if let Route::Session(id) = route {
-            let Some(session) = self.inner.sessions.get(&id) else {
+            let owner = Owner::of(&origin.extensions, server.config().principal.as_ref());
+            let Some(session) = self.inner.sessions.get(&id, &owner) else {
                 return json_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND);
             };
             if version == legacy::VersionHeader::Other {
@@ -338,8 +431,16 @@ impl<H: Handler> StreamableHttpService<H> {
                     }
                     Ok((None, reply)) => self.respond(reply, accepts),
                     Err(legacy::OpenError::Full) => {
-                        tracing::warn!("refused a legacy session: at the session limit");
+                        tracing::warn!(
+                            "refused a legacy session: at the session limit, every session in use"
+                        );
                         json_error(StatusCode::SERVICE_UNAVAILABLE, TOO_MANY_SESSIONS)
+                    }
+                    Err(legacy::OpenError::ClientFull) => {
+                        tracing::warn!(
+                            "refused a legacy session: at the per-client limit, every one in use"
+                        );
+                        json_error(StatusCode::TOO_MANY_REQUESTS, TOO_MANY_CLIENT_SESSIONS)
                     }
                     Err(legacy::OpenError::NoId) => {
                         json_error(StatusCode::INTERNAL_SERVER_ERROR, NO_SESSION_ID)
@@ -416,6 +517,13 @@ impl<H: Handler> StreamableHttpService<H> {
     }
 }
 
+/// Refusals at the in-flight limit, logged at most once every ten seconds.
+fn busy_log() -> &'static crate::log_limit::RateLimited {
+    static LOG: crate::log_limit::RateLimited =
+        crate::log_limit::RateLimited::new(Duration::from_secs(10));
+    &LOG
+}
+
 /// The HTTP status of a single-message answer.
 fn status_of(kind: MessageKind) -> StatusCode {
     match kind {
@@ -455,7 +563,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> ResponseFuture {
-        self.dispatch(request)
+        self.dispatch(request, None)
     }
 }
 

@@ -13,6 +13,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -23,9 +24,6 @@ use super::config::{DEFAULT_PATH, DEFAULT_SHUTDOWN_GRACE, HttpConfig};
 use super::service::{ResponseFuture, StreamableHttpService};
 use crate::server::{Handler, McpServer, Server};
 use crate::{Error, ErrorKind, Result};
-
-/// How long a client may take to send a request's headers.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A pause after an accept error that is not about one connection (such as running out of
 /// file descriptors), so that the loop does not spin.
@@ -187,6 +185,8 @@ impl<H: Handler> HttpServer<H> {
         let ip = local_addr.ip();
         let local_default = ip.is_loopback() || ip.is_unspecified();
         warn_about_exposure(&local_addr, &self.config, local_default);
+        let header_read_timeout = self.config.header_read_timeout;
+        let max_connections = self.config.max_connections;
         let service =
             StreamableHttpService::with_default_localhost(self.server, self.config, local_default);
         tracing::info!(%local_addr, path = %self.path, "MCP Streamable HTTP server listening");
@@ -196,7 +196,10 @@ impl<H: Handler> HttpServer<H> {
             routed: Routed {
                 service,
                 path: self.path.into(),
+                peer: None,
             },
+            header_read_timeout,
+            max_connections,
             grace: self.grace,
             #[cfg(feature = "tls")]
             tls,
@@ -221,6 +224,8 @@ pub struct BoundHttpServer<H> {
     listener: TcpListener,
     local_addr: SocketAddr,
     routed: Routed<H>,
+    header_read_timeout: Duration,
+    max_connections: usize,
     grace: Duration,
     #[cfg(feature = "tls")]
     tls: Option<tls::Tls>,
@@ -269,6 +274,8 @@ impl<H: Handler> BoundHttpServer<H> {
             listener,
             local_addr,
             routed,
+            header_read_timeout,
+            max_connections,
             grace,
             #[cfg(feature = "tls")]
             tls,
@@ -279,8 +286,12 @@ impl<H: Handler> BoundHttpServer<H> {
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .header_read_timeout(header_read_timeout)
             .keep_alive(true);
+        // One permit per open connection: at the limit the loop stops accepting, and new
+        // clients wait in the listen backlog until a connection closes.
+        let slots = Arc::new(Semaphore::new(max_connections));
+        let at_limit = crate::log_limit::RateLimited::new(Duration::from_secs(10));
         let builder = Arc::new(builder);
         let mut connections = JoinSet::new();
         #[cfg(feature = "tls")]
@@ -297,27 +308,37 @@ impl<H: Handler> BoundHttpServer<H> {
                         tracing::error!("an HTTP connection task panicked");
                     }
                 }
-                accepted = accept(&listener) => match accepted {
+                // Boxed (once per accepted connection): the serving future stays small.
+                (slot, accepted) = Box::pin(accept_within(&listener, &slots, &at_limit, max_connections)) => match accepted {
                     Ok((stream, peer)) => {
+                        let routed = routed.for_peer(peer);
                         #[cfg(feature = "tls")]
                         if let Some(tls) = &tls {
-                            connections.spawn(tls::serve_tls(
+                            let serving = tls::serve_tls(
                                 tls.acceptor(),
                                 stream,
                                 peer,
-                                routed.clone(),
+                                routed,
                                 builder.clone(),
                                 closing.clone(),
-                            ));
+                            );
+                            connections.spawn(async move {
+                                serving.await;
+                                drop(slot);
+                            });
                             continue;
                         }
-                        connections.spawn(serve_connection(
+                        let serving = serve_connection(
                             TokioIo::new(stream),
                             peer,
-                            routed.clone(),
+                            routed,
                             builder.clone(),
                             closing.clone(),
-                        ));
+                        );
+                        connections.spawn(async move {
+                            serving.await;
+                            drop(slot);
+                        });
                     }
                     Err(e) if is_per_connection(&e) => {
                         tracing::debug!(error = %e, "a connection failed while being accepted");
@@ -369,6 +390,38 @@ fn warn_about_exposure(local_addr: &SocketAddr, config: &HttpConfig, local_defau
              HttpConfig::allow_host"
         );
     }
+}
+
+/// Waits for a free connection slot (logging, at most every few seconds, when there is
+/// none), then accepts a connection. Cancel-safe: dropped before accepting, it takes
+/// nothing.
+async fn accept_within(
+    listener: &TcpListener,
+    slots: &Arc<Semaphore>,
+    at_limit: &crate::log_limit::RateLimited,
+    max_connections: usize,
+) -> (
+    tokio::sync::OwnedSemaphorePermit,
+    io::Result<(TcpStream, SocketAddr)>,
+) {
+    let slot = match slots.clone().try_acquire_owned() {
+        Ok(slot) => slot,
+        Err(_) => {
+            at_limit.log(|suppressed| {
+                tracing::warn!(
+                    limit = max_connections,
+                    suppressed,
+                    "at the connection limit (HttpConfig::max_connections); new connections wait"
+                );
+            });
+            slots
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the connection semaphore is never closed")
+        }
+    };
+    (slot, accept(listener).await)
 }
 
 /// Accepts one connection and prepares its socket.
@@ -426,13 +479,16 @@ async fn serve_connection<H: Handler, I>(
 struct Routed<H> {
     service: StreamableHttpService<H>,
     path: Arc<str>,
+    /// The remote address of the connection served.
+    peer: Option<SocketAddr>,
 }
 
-impl<H> Clone for Routed<H> {
-    fn clone(&self) -> Self {
+impl<H> Routed<H> {
+    fn for_peer(&self, peer: SocketAddr) -> Self {
         Routed {
             service: self.service.clone(),
             path: self.path.clone(),
+            peer: Some(peer),
         }
     }
 }
@@ -444,7 +500,7 @@ impl<H: Handler> hyper::service::Service<Request<Incoming>> for Routed<H> {
 
     fn call(&self, request: Request<Incoming>) -> ResponseFuture {
         if request.uri().path() == &*self.path {
-            self.service.dispatch(request)
+            self.service.dispatch(request, self.peer)
         } else {
             let mut response = Response::new(ResponseBody::empty());
             *response.status_mut() = StatusCode::NOT_FOUND;
