@@ -33,9 +33,17 @@ pub(crate) use session::{LegacySession, Outbound};
 /// caller refuses what needed the id rather than mint a guessable one.
 pub(crate) fn random_hex(bytes: usize) -> Option<String> {
     use rand::TryRng as _;
+    hex_from(bytes, |buf| rand::rngs::SysRng.try_fill_bytes(buf))
+}
+
+/// `bytes` bytes from `fill` as hex; `None` (never a fallback) when `fill` fails.
+fn hex_from<E: std::fmt::Display>(
+    bytes: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+) -> Option<String> {
     use std::fmt::Write as _;
     let mut buf = vec![0u8; bytes];
-    if let Err(e) = rand::rngs::SysRng.try_fill_bytes(&mut buf) {
+    if let Err(e) = fill(&mut buf) {
         tracing::error!(error = %e, "the operating system's random generator failed");
         return None;
     }
@@ -109,5 +117,24 @@ impl LegacyConfig {
     /// Whether any legacy revision is served.
     pub fn is_enabled(&self) -> bool {
         !self.versions.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod random_tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_generator_gives_no_id_at_all() {
+        // Before the engine rewrite, a failure fell back to a guessable time and counter.
+        assert_eq!(hex_from(16, |_| Err("no entropy")), None);
+        let filled = hex_from(4, |buf: &mut [u8]| {
+            buf.copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+            Ok::<(), &str>(())
+        });
+        assert_eq!(filled.as_deref(), Some("deadbeef"));
+        let (a, b) = (random_hex(16).unwrap(), random_hex(16).unwrap());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
     }
 }
