@@ -29,6 +29,26 @@ pub const DEFAULT_MAX_ROUNDS: u32 = 10;
 /// How many responses the cache keeps, unless configured.
 const DEFAULT_CACHE_ENTRIES: usize = 256;
 
+/// How many bytes of responses the cache keeps, unless configured.
+pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many input requests one round may ask before the call fails, unless configured.
+pub const DEFAULT_MAX_INPUT_REQUESTS: usize = 16;
+
+/// How many input requests are answered at the same time, unless configured.
+pub const DEFAULT_MAX_CONCURRENT_INPUTS: usize = 4;
+
+/// How long a request waits for its response to start, and then for each further message,
+/// unless configured.
+pub const DEFAULT_IDLE_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many items a list helper ([`Client::list_tools`](super::Client::list_tools) and its siblings) accepts in all
+/// pages together, unless configured.
+pub const DEFAULT_MAX_LIST_ITEMS: usize = 100_000;
+
+/// How many bytes of pages a list helper accepts in all, unless configured.
+pub const DEFAULT_MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
+
 /// Builds a [`Client`]: its identity, handlers, callbacks and limits, then the transport.
 ///
 /// ```no_run
@@ -59,6 +79,33 @@ pub struct ClientBuilder {
     probe_timeout: Duration,
     discover: bool,
     cache: Option<usize>,
+    pub(crate) limits: Limits,
+}
+
+/// The client's budgets against a server that asks or sends too much.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    pub(crate) max_input_requests: usize,
+    pub(crate) max_concurrent_inputs: usize,
+    pub(crate) idle_response_timeout: Option<Duration>,
+    pub(crate) answer_unassociated: bool,
+    pub(crate) max_list_items: usize,
+    pub(crate) max_list_bytes: usize,
+    pub(crate) cache_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_input_requests: DEFAULT_MAX_INPUT_REQUESTS,
+            max_concurrent_inputs: DEFAULT_MAX_CONCURRENT_INPUTS,
+            idle_response_timeout: Some(DEFAULT_IDLE_RESPONSE_TIMEOUT),
+            answer_unassociated: false,
+            max_list_items: DEFAULT_MAX_LIST_ITEMS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+        }
+    }
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -99,6 +146,7 @@ impl ClientBuilder {
             probe_timeout: super::DEFAULT_PROBE_TIMEOUT,
             discover: true,
             cache: None,
+            limits: Limits::default(),
         }
     }
 
@@ -221,6 +269,52 @@ impl ClientBuilder {
         self
     }
 
+    /// How long a request waits for its response to start, and then for each further
+    /// message of it (default [`DEFAULT_IDLE_RESPONSE_TIMEOUT`]); `None` waits forever. Every
+    /// message resets the wait, so a call that keeps reporting progress is never cut off, and
+    /// the wait pauses while the client answers the server's questions. Subscriptions
+    /// (`subscriptions/listen`, the legacy `GET` stream) are not bounded by it once open.
+    pub fn idle_response_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.limits.idle_response_timeout = timeout;
+        self
+    }
+
+    /// How many input requests one round (or, on a legacy session, one call at a time) may
+    /// ask (default [`DEFAULT_MAX_INPUT_REQUESTS`]). A round that asks more fails the call
+    /// with [`InputRequiredReason::TooManyInputRequests`](super::InputRequiredReason::TooManyInputRequests) and
+    /// nothing is answered; a legacy server's request beyond it gets an error.
+    pub fn max_input_requests(mut self, requests: usize) -> Self {
+        self.limits.max_input_requests = requests.max(1);
+        self
+    }
+
+    /// How many input requests of a round are answered at the same time (default
+    /// [`DEFAULT_MAX_CONCURRENT_INPUTS`]): the handlers of the others wait their turn.
+    pub fn max_concurrent_inputs(mut self, inputs: usize) -> Self {
+        self.limits.max_concurrent_inputs = inputs.max(1);
+        self
+    }
+
+    /// Whether a legacy server's requests that belong to no request of the client are
+    /// answered (default off: they get `-32602`, as SEP-2260 says; `ping` is always
+    /// answered). A request belongs to a call when it arrives on the call's response
+    /// stream, or, on stdio, while a `tools/call`, `prompts/get` or `resources/read` is in
+    /// flight. Turn this on only for old servers that ask on the session's `GET` stream.
+    pub fn answer_unassociated_requests(mut self, answer: bool) -> Self {
+        self.limits.answer_unassociated = answer;
+        self
+    }
+
+    /// How much the list helpers ([`Client::list_tools`](super::Client::list_tools) and its siblings) accept in all
+    /// pages together: `items` entries and `bytes` of JSON (defaults
+    /// [`DEFAULT_MAX_LIST_ITEMS`], [`DEFAULT_MAX_LIST_BYTES`]). A server that sends more
+    /// fails the listing with an error of kind [`Transport`](ErrorKind::Transport).
+    pub fn list_budget(mut self, items: usize, bytes: usize) -> Self {
+        self.limits.max_list_items = items;
+        self.limits.max_list_bytes = bytes;
+        self
+    }
+
     /// The protocol versions to offer, preferred first (default: every version this crate
     /// implements). Modern versions (2026-07-28 and later) are used per request; legacy ones
     /// (2025-11-25, 2025-06-18) are proposed in `initialize` when the server turns out to be
@@ -282,6 +376,13 @@ impl ClientBuilder {
         self
     }
 
+    /// How many bytes of responses the cache keeps (default [`DEFAULT_CACHE_BYTES`]); a
+    /// larger response is not kept.
+    pub fn cache_bytes(mut self, bytes: usize) -> Self {
+        self.limits.cache_bytes = bytes;
+        self
+    }
+
     /// A client over `transport`, without any exchange (no discovery, no `initialize`): it
     /// speaks the modern era until told otherwise. A client pinned to the legacy era, or
     /// offering no modern version, must [connect](Self::connect_with) instead.
@@ -330,7 +431,7 @@ impl ClientBuilder {
             // Requests of a legacy server that arrive outside a call's stream (stdio).
             transport.set_request_sink(Arc::new(move |request| {
                 if let Some(inner) = weak.upgrade() {
-                    Client { inner }.spawn_answer(request);
+                    Client { inner }.spawn_answer(request, false);
                 }
             }));
             Inner {
@@ -351,7 +452,14 @@ impl ClientBuilder {
                 max_rounds: self.max_rounds,
                 deadline: self.deadline,
                 request_timeout: self.request_timeout,
-                cache: self.cache.map(|n| Arc::new(Cache::new(n))),
+                cache: self
+                    .cache
+                    .map(|n| Arc::new(Cache::new(n, self.limits.cache_bytes))),
+                answer_slots: Arc::new(tokio::sync::Semaphore::new(
+                    self.limits.max_concurrent_inputs,
+                )),
+                stray_slots: Arc::new(tokio::sync::Semaphore::new(self.limits.max_input_requests)),
+                limits: self.limits,
                 tools: Arc::new(RwLock::new(ToolIndex::default())),
                 tools_refresh: tokio::sync::Mutex::new(()),
                 hub,

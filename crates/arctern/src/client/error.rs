@@ -43,6 +43,15 @@ pub enum InputRequiredReason {
     UnknownResultType(String),
     /// The server answered `input_required` to a method that cannot return it.
     NotAllowed(String),
+    /// A round asked more questions than the client answers in one round
+    /// ([`ClientBuilder::max_input_requests`](super::ClientBuilder::max_input_requests)).
+    /// Nothing was answered.
+    TooManyInputRequests {
+        /// How many the round asked.
+        count: usize,
+        /// The cap.
+        max: usize,
+    },
 }
 
 /// The details of an [`ErrorKind::InputRequired`](crate::ErrorKind::InputRequired) error
@@ -152,6 +161,11 @@ impl fmt::Display for InputRequiredError {
             InputRequiredReason::NotAllowed(method) => {
                 write!(f, "the server returned input_required to {method}")
             }
+            InputRequiredReason::TooManyInputRequests { count, max } => write!(
+                f,
+                "the server asked {count} questions in one round and this client answers at \
+                 most {max}; nothing was answered (raise max_input_requests to allow more)"
+            ),
         }
     }
 }

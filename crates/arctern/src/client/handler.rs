@@ -54,6 +54,7 @@ pub struct Input<P> {
     key: String,
     origin: Arc<InputOrigin>,
     server: Option<Arc<Implementation>>,
+    samplings: usize,
     params: P,
 }
 
@@ -68,8 +69,22 @@ impl<P> Input<P> {
             key,
             origin,
             server,
+            samplings: 0,
             params,
         }
+    }
+
+    /// How many sampling requests (LLM completions) the round this question came in asks
+    /// for, this one included if it is one: a client can tell its user before running
+    /// them. On a legacy session, where a server asks one question at a time, 1 for a
+    /// sampling request.
+    pub fn samplings_in_round(&self) -> usize {
+        self.samplings
+    }
+
+    fn with_samplings(mut self, samplings: usize) -> Self {
+        self.samplings = samplings;
+        self
     }
 
     /// The key of this question in `inputRequests`; the answer goes under the same key. On a
@@ -361,6 +376,7 @@ impl Handlers {
         request: InputRequest,
         origin: Arc<InputOrigin>,
         server: Option<Arc<Implementation>>,
+        samplings: usize,
     ) -> BoxFuture<'static, Result<InputResponse>> {
         match request {
             InputRequest::Elicit(e) => match &self.elicit {
@@ -370,7 +386,7 @@ impl Handlers {
                 None => std::future::ready(Err(unsupported("elicitation/create"))).boxed(),
             },
             InputRequest::CreateMessage(s) => match &self.sample {
-                Some(f) => f(Input::new(key, origin, server, s.params))
+                Some(f) => f(Input::new(key, origin, server, s.params).with_samplings(samplings))
                     .map(|r| r.map(InputResponse::CreateMessage))
                     .boxed(),
                 None => std::future::ready(Err(unsupported("sampling/createMessage"))).boxed(),

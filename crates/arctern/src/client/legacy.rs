@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 
 use arctern_types::capabilities::ServerCapabilities;
+use arctern_types::elicitation::ElicitRequestParams;
 use arctern_types::jsonrpc::{
     JsonRpcErrorResponse, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
 };
@@ -27,7 +28,9 @@ use arctern_types::legacy::{
 };
 use arctern_types::logging::LoggingLevel;
 use arctern_types::methods;
+use arctern_types::mrtr::InputRequest;
 use arctern_types::subscriptions::SubscriptionFilter;
+use arctern_types::version::ProtocolVersion;
 use arctern_types::{ErrorCode, ErrorObject};
 use bytes::Bytes;
 use futures::StreamExt;
@@ -111,9 +114,11 @@ impl Hub {
     /// Hands a notification that belongs to no request to whoever wants it.
     pub(crate) fn dispatch(&self, note: JsonRpcNotification) {
         match note.method.as_ref() {
-            methods::NOTIFICATIONS_PROGRESS | methods::NOTIFICATIONS_MESSAGE => {
-                self.observer.dispatch(&note)
+            // Progress belongs to a request; outside one, it belongs to none.
+            methods::NOTIFICATIONS_PROGRESS => {
+                tracing::debug!("dropped progress that belongs to no request in flight");
             }
+            methods::NOTIFICATIONS_MESSAGE => self.observer.dispatch(&note),
             _ => {
                 let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
                 // A closed subscription (dropped by its owner) is forgotten here.
@@ -201,6 +206,15 @@ impl InFlight {
             Some(origin) if calls.len() == 1 => origin.clone(),
             _ => Arc::new(InputOrigin::new("", "")),
         }
+    }
+
+    /// Whether a call that may ask questions is in flight.
+    fn any(&self) -> bool {
+        !self
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
     }
 }
 
@@ -317,6 +331,7 @@ impl Client {
             tool: None,
             observer: &observer,
             timeout: None,
+            renew: false,
         };
         let id = self.next_id();
         let body = wire::encode_legacy_request(id, req.method, req.params, None)?;
@@ -349,23 +364,55 @@ impl Client {
         };
         let next = Negotiated::legacy(version, &result);
         self.set_negotiated(next);
-        self.send_notification(methods::legacy::NOTIFICATIONS_INITIALIZED)
-            .await?;
+        self.within_idle(
+            "notifications/initialized",
+            self.send_notification(methods::legacy::NOTIFICATIONS_INITIALIZED),
+        )
+        .await?;
         self.open_listener().await;
+        // Never through session renewal: a server that answers this with 404 would have
+        // `initialize` call itself without end.
         if let Some(level) = self.inner.observer.log_level()
             && result.capabilities.logging.is_some()
-            && let Err(e) = self.set_log_level(level).await
         {
-            tracing::debug!(error = %e, "logging/setLevel failed");
+            let set: Result<(Value, _)> = self
+                .request_with(
+                    methods::legacy::LOGGING_SET_LEVEL,
+                    &SetLevelRequestParams::new(level),
+                    &Observer::default(),
+                    false,
+                )
+                .await;
+            if let Err(e) = set {
+                tracing::debug!(error = %e, "logging/setLevel failed");
+            }
         }
         tracing::debug!(version = %result.protocol_version, "legacy session open");
         Ok(result)
     }
 
+    /// `work`, failed with a timeout when it takes longer than the idle-response timeout.
+    async fn within_idle<T>(
+        &self,
+        what: &str,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match self.inner.limits.idle_response_timeout {
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!("{what}: the server sent nothing for {limit:?}"),
+                ))
+            }),
+        }
+    }
+
     /// Starts reading the session's `GET` stream, if the transport and server have one.
     async fn open_listener(&self) {
         let headers = self.legacy_headers(&self.negotiated());
-        let stream = match self.inner.transport.listen(headers).await {
+        let listen = self.inner.transport.listen(headers);
+        let stream = match self.within_idle("the session's GET stream", listen).await {
             Ok(Some(stream)) => stream,
             Ok(None) => return,
             Err(e) => {
@@ -386,11 +433,48 @@ impl Client {
         }
     }
 
-    /// Answers a request a legacy server sent outside a response stream.
-    pub(crate) fn spawn_answer(&self, request: JsonRpcRequest) {
-        let origin = self.inner.in_flight.guess();
+    /// Answers a request a legacy server sent outside a response stream: on stdio
+    /// (`session_stream` false), where requests are tied to the calls in flight; on the HTTP
+    /// `GET` stream, where they belong to no request. A request that belongs to no call gets
+    /// `-32602` (SEP-2260) unless the client was told to answer them; `ping` is always
+    /// answered. A few are answered at a time; beyond the cap on waiting ones, they are
+    /// refused.
+    pub(crate) fn spawn_answer(&self, request: JsonRpcRequest, session_stream: bool) {
         let client = self.clone();
-        tokio::spawn(async move { client.answer_server_request(request, origin).await });
+        let ping = request.method == methods::legacy::PING;
+        let associated = !session_stream && self.inner.in_flight.any();
+        if !ping && !associated && !self.inner.limits.answer_unassociated {
+            let error = ErrorObject::invalid_params(format!(
+                "{} belongs to no request of this client (SEP-2260)",
+                request.method
+            ));
+            tokio::spawn(async move { client.refuse_server_request(request, error).await });
+            return;
+        }
+        let Ok(waiting) = self.inner.stray_slots.clone().try_acquire_owned() else {
+            let error = ErrorObject::internal_error(format!(
+                "this client answers at most {} questions at a time",
+                self.inner.limits.max_input_requests
+            ));
+            tokio::spawn(async move { client.refuse_server_request(request, error).await });
+            return;
+        };
+        let origin = self.inner.in_flight.guess();
+        tokio::spawn(async move {
+            let _running = client.inner.answer_slots.clone().acquire_owned().await;
+            drop(waiting);
+            client.answer_server_request(request, origin).await
+        });
+    }
+
+    /// Answers a server→client request with `error`.
+    pub(crate) async fn refuse_server_request(&self, request: JsonRpcRequest, error: ErrorObject) {
+        tracing::debug!(method = %request.method, %error, "refused a server request");
+        self.send_answer(
+            &request.method,
+            serde_json::to_vec(&JsonRpcErrorResponse::new(Some(request.id), error)),
+        )
+        .await;
     }
 
     /// Answers one server→client request with the client's handlers, and sends the answer.
@@ -408,6 +492,10 @@ impl Client {
                 serde_json::to_vec(&JsonRpcErrorResponse::new(Some(id), error))
             }
         };
+        self.send_answer(&method, body).await;
+    }
+
+    async fn send_answer(&self, method: &str, body: serde_json::Result<Vec<u8>>) {
         let body = match body {
             Ok(body) => Bytes::from(body),
             Err(e) => {
@@ -417,7 +505,8 @@ impl Client {
         };
         let mut message = OutgoingMessage::new(None, "", body);
         message.headers = self.legacy_headers(&self.negotiated());
-        if let Err(e) = self.inner.transport.notify(message).await {
+        let sent = self.within_idle("an answer", self.inner.transport.notify(message));
+        if let Err(e) = sent.await {
             tracing::debug!(error = %e, %method, "could not send the answer to a server request");
         }
     }
@@ -456,6 +545,24 @@ impl Client {
                 format!("this client does not answer {missing}"),
             ));
         }
+        // Before 2025-11-25 the client declared neither URL mode nor sampling with tools,
+        // whatever its handlers support.
+        if negotiated.version < ProtocolVersion::V2025_11_25 {
+            let undeclared = match &input {
+                InputRequest::Elicit(e) => matches!(e.params, ElicitRequestParams::Url(_))
+                    .then_some("URL-mode elicitation"),
+                InputRequest::CreateMessage(s) => {
+                    s.params.uses_tools().then_some("sampling with tools")
+                }
+                InputRequest::ListRoots(_) => None,
+            };
+            if let Some(what) = undeclared {
+                return Err(ErrorObject::invalid_params(format!(
+                    "{what} was not declared on {}",
+                    negotiated.version
+                )));
+            }
+        }
         // The `inputRequests` key when the server names it (arctern's shim does), else the
         // server's request id.
         let key = parsed
@@ -464,7 +571,7 @@ impl Client {
         let answer = self
             .inner
             .handlers
-            .answer(key, input, origin, negotiated.server_info.clone())
+            .answer(key, input, origin, negotiated.server_info.clone(), 1)
             .await
             .map_err(|e| ErrorObject::internal_error(e.to_string()))?;
         serde_json::to_value(&answer)
@@ -635,7 +742,7 @@ async fn listen_loop(weak: Weak<Inner>, mut stream: MessageStream) {
         };
         let client = Client { inner };
         match item {
-            Ok(JsonRpcMessage::Request(r)) => client.spawn_answer(r),
+            Ok(JsonRpcMessage::Request(r)) => client.spawn_answer(r, true),
             Ok(JsonRpcMessage::Notification(n)) => client.inner.hub.dispatch(n),
             Ok(other) => {
                 tracing::debug!(id = ?other.id(), "ignored a response on the session's GET stream")

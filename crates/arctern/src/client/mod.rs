@@ -102,6 +102,32 @@
 //! # Caching
 //!
 //! Off by default; see [`ClientBuilder::cache`] for the rules it follows when on.
+//!
+//! # Limits
+//!
+//! A server cannot make the client do or keep without bound. Each limit has a builder
+//! setting:
+//!
+//! - a request waits at most [`DEFAULT_IDLE_RESPONSE_TIMEOUT`] for its response to start and
+//!   for each further message (every message, progress included, restarts the wait; the wait
+//!   pauses while the client answers questions): [`ClientBuilder::idle_response_timeout`];
+//!   the HTTP transport also bounds connecting ([`HttpTransport`] builder);
+//! - a round may ask at most [`DEFAULT_MAX_INPUT_REQUESTS`] questions, and at most
+//!   [`DEFAULT_MAX_CONCURRENT_INPUTS`] are answered at a time
+//!   ([`ClientBuilder::max_input_requests`], [`ClientBuilder::max_concurrent_inputs`]);
+//! - a legacy server's request that belongs to no call of the client gets `-32602`
+//!   (SEP-2260; `ping` excepted): [`ClientBuilder::answer_unassociated_requests`];
+//! - a legacy session the server forgot is opened again once per request, never from inside
+//!   `initialize`;
+//! - progress reaches a call's callback only with the call's own token; log messages only at
+//!   the callback's level or above, whatever the server sends;
+//! - the list helpers stop at [`DEFAULT_MAX_LIST_ITEMS`] items or [`DEFAULT_MAX_LIST_BYTES`]
+//!   bytes in all pages ([`ClientBuilder::list_budget`]);
+//! - the cache keeps at most [`DEFAULT_CACHE_BYTES`] ([`ClientBuilder::cache_bytes`]);
+//! - an SSE stream is resumed no faster than every 250 ms whatever its `retry`, slower each
+//!   time it ends after a message or none, and a response stream at most 256 times;
+//! - a stdio child inherits only a few variables of the environment
+//!   ([`StdioCommand::inherit_env`] to pass all).
 
 mod builder;
 mod cache;
@@ -130,7 +156,7 @@ use arctern_types::implementation::Implementation;
 use arctern_types::jsonrpc::{JsonRpcMessage, RequestId};
 use arctern_types::meta::{JsonObject, Meta, SERVER_INFO_KEY};
 use arctern_types::methods;
-use arctern_types::mrtr::{InputRequiredResult, InputResponses};
+use arctern_types::mrtr::{InputRequest, InputRequiredResult, InputResponses};
 use arctern_types::prompts::{GetPromptResult, ListPromptsResult, Prompt};
 use arctern_types::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
@@ -141,15 +167,19 @@ use arctern_types::tools::{CallToolResult, ListToolsResult, Tool};
 use arctern_types::version::ProtocolVersion;
 use arctern_types::{ErrorCode, ErrorObject};
 use bytes::Bytes;
-use futures::StreamExt;
 use futures::future::BoxFuture;
+use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-pub use builder::{ClientBuilder, DEFAULT_MAX_ROUNDS};
+pub use builder::{
+    ClientBuilder, DEFAULT_CACHE_BYTES, DEFAULT_IDLE_RESPONSE_TIMEOUT,
+    DEFAULT_MAX_CONCURRENT_INPUTS, DEFAULT_MAX_INPUT_REQUESTS, DEFAULT_MAX_LIST_BYTES,
+    DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_ROUNDS,
+};
 pub use error::{InputRequiredError, InputRequiredReason, VersionError};
 pub use handler::{ClientHandler, HandlerCapabilities, Input, InputOrigin};
 pub use legacy::Era;
@@ -232,6 +262,11 @@ struct Inner {
     in_flight: legacy::InFlight,
     /// The task reading a legacy session's `GET` stream.
     listener: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    limits: builder::Limits,
+    /// Answers to a legacy server's requests that arrive outside a call's stream, running.
+    answer_slots: Arc<tokio::sync::Semaphore>,
+    /// ... and waiting (beyond these, they are refused).
+    stray_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Drop for Inner {
@@ -269,6 +304,9 @@ struct Req<'a, P> {
     tool: Option<(&'a str, Option<&'a JsonObject>)>,
     observer: &'a Observer,
     timeout: Option<Duration>,
+    /// Whether a legacy session the server forgot may be opened again for this request
+    /// (never for the requests `initialize` itself sends).
+    renew: bool,
 }
 
 impl Client {
@@ -363,7 +401,18 @@ impl Client {
             let (id, body, headers) = self.encode(&req, &negotiated).await?;
             match self.round_trip(id, req.method, body, headers, &req).await {
                 Err(e) if negotiated.era == Era::Legacy => {
-                    if !session_renewed && session_gone(&e) {
+                    if session_renewed && session_gone(&e) {
+                        return Err(Error::new(
+                            ErrorKind::Transport,
+                            format!(
+                                "the server forgot the legacy session again right after it was \
+                                 opened anew; {} given up",
+                                req.method
+                            ),
+                        )
+                        .with_source(e));
+                    }
+                    if req.renew && !session_renewed && session_gone(&e) {
                         // The server forgot the session: open a new one and retry once.
                         session_renewed = true;
                         tracing::debug!("the legacy session expired; initializing again");
@@ -458,18 +507,52 @@ impl Client {
         let origin = Arc::new(InputOrigin::new(method, req.name.unwrap_or_default()));
         let _in_flight = (legacy && methods::is_mrtr_method(method))
             .then(|| self.inner.in_flight.enter(id, origin.clone()));
+        let idle = self.inner.limits.idle_response_timeout;
+        let silent = move || {
+            Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "{method}: the server sent nothing for {:?}",
+                    idle.unwrap_or_default()
+                ),
+            )
+        };
         let work = async {
-            let mut stream = self.inner.transport.send(message).await?;
+            let mut stream = match idle {
+                None => self.inner.transport.send(message).await?,
+                Some(limit) => tokio::time::timeout(limit, self.inner.transport.send(message))
+                    .await
+                    .map_err(|_| silent())??,
+            };
             // A legacy server asks on the call's own stream and waits for the answers before
-            // it answers the call: answer them while reading on.
-            let mut answering = futures::stream::FuturesUnordered::new();
+            // it answers the call: answer them while reading on, a few at a time.
+            let mut answering: futures::stream::FuturesUnordered<BoxFuture<'_, ()>> =
+                futures::stream::FuturesUnordered::new();
+            let slots = Arc::new(tokio::sync::Semaphore::new(
+                self.inner.limits.max_concurrent_inputs,
+            ));
             loop {
                 let item = tokio::select! {
                     item = stream.next() => item,
                     Some(()) = answering.next(), if !answering.is_empty() => continue,
+                    // Silence counts only while the client waits on the server.
+                    () = tokio::time::sleep(idle.unwrap_or(Duration::from_secs(86_400))),
+                        if idle.is_some() && answering.is_empty() => return Err(silent()),
                 };
                 let Some(item) = item else { break };
                 match item? {
+                    JsonRpcMessage::Notification(note)
+                        if note.method == methods::NOTIFICATIONS_PROGRESS =>
+                    {
+                        // Only the request's own token: another one is not this call's.
+                        if notify::progress_token_is(&note, id) {
+                            req.observer.dispatch(&note);
+                        } else {
+                            tracing::debug!(
+                                "dropped progress for a token that is not this request's"
+                            );
+                        }
+                    }
                     JsonRpcMessage::Notification(note) => {
                         if legacy && !is_request_scoped(&note.method) {
                             self.inner.hub.dispatch(note);
@@ -486,7 +569,21 @@ impl Client {
                         return Err(Error::protocol(e.error));
                     }
                     JsonRpcMessage::Request(r) if legacy => {
-                        answering.push(self.answer_server_request(r, origin.clone()));
+                        if answering.len() >= self.inner.limits.max_input_requests {
+                            // Refused at once: the server asks faster than anyone answers.
+                            let error = ErrorObject::internal_error(format!(
+                                "this client answers at most {} questions of a call at a time",
+                                self.inner.limits.max_input_requests
+                            ));
+                            answering.push(Box::pin(self.refuse_server_request(r, error)));
+                            continue;
+                        }
+                        let slots = slots.clone();
+                        let origin = origin.clone();
+                        answering.push(Box::pin(async move {
+                            let _slot = slots.acquire_owned().await;
+                            self.answer_server_request(r, origin).await;
+                        }));
                     }
                     JsonRpcMessage::Request(r) => {
                         tracing::warn!(method = %r.method, "ignored a request from the server (2026-07-28 servers send none)");
@@ -530,6 +627,18 @@ impl Client {
         params: &P,
         observer: &Observer,
     ) -> Result<(T, Box<RawValue>)> {
+        self.request_with(method, params, observer, true).await
+    }
+
+    /// [`request`](Self::request); `renew` says whether a forgotten legacy session may be
+    /// opened again for it.
+    async fn request_with<P: Serialize + Sync, T: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &P,
+        observer: &Observer,
+        renew: bool,
+    ) -> Result<(T, Box<RawValue>)> {
         let raw = self
             .exchange(Req {
                 method,
@@ -538,6 +647,7 @@ impl Client {
                 tool: None,
                 observer,
                 timeout: None,
+                renew,
             })
             .await?;
         match wire::result_kind(&raw)? {
@@ -583,17 +693,29 @@ impl Client {
         key: &str,
         params: &P,
     ) -> Result<T> {
+        Ok(self.cacheable_sized(method, key, params).await?.0)
+    }
+
+    /// [`cacheable`](Self::cacheable), with the size of the result's JSON.
+    async fn cacheable_sized<P: Serialize + Sync, T: DeserializeOwned + Cacheable>(
+        &self,
+        method: &'static str,
+        key: &str,
+        params: &P,
+    ) -> Result<(T, usize)> {
         if let Some(cache) = &self.inner.cache
             && let Some(raw) = cache.get(method, key)
             && let Ok(value) = wire::decode::<T>(&raw, method)
         {
-            return Ok(value);
+            return Ok((value, raw.get().len()));
         }
-        let (value, raw): (T, _) = self.request(method, params, &Observer::default()).await?;
+        let (value, raw): (T, Box<RawValue>) =
+            self.request(method, params, &Observer::default()).await?;
+        let size = raw.get().len();
         if let Some(cache) = &self.inner.cache {
             cache.put(method, key, Arc::from(raw), value.effective_ttl_ms());
         }
-        Ok(value)
+        Ok((value, size))
     }
 
     // ---------------------------------------------------------------- discovery
@@ -687,8 +809,8 @@ impl Client {
             ..ToolIndex::default()
         };
         self.paginate(
-            |cursor| async move { self.tools_page(cursor.as_deref(), fresh).await },
-            |p: &ListToolsResult| p.next_cursor.clone(),
+            |cursor| async move { self.tools_page_sized(cursor.as_deref(), fresh).await },
+            |p: &ListToolsResult| (p.next_cursor.clone(), p.tools.len()),
             |page: ListToolsResult| {
                 for tool in page.tools {
                     match self.index_tool(&tool) {
@@ -746,14 +868,24 @@ impl Client {
     }
 
     async fn tools_page(&self, cursor: Option<&str>, fresh: bool) -> Result<ListToolsResult> {
+        Ok(self.tools_page_sized(cursor, fresh).await?.0)
+    }
+
+    async fn tools_page_sized(
+        &self,
+        cursor: Option<&str>,
+        fresh: bool,
+    ) -> Result<(ListToolsResult, usize)> {
         let params = wire::CursorParams { cursor };
         let key = cursor.unwrap_or("");
         if fresh && let Some(cache) = &self.inner.cache {
             cache.invalidate(methods::TOOLS_LIST, key);
         }
-        let page: ListToolsResult = self.cacheable(methods::TOOLS_LIST, key, &params).await?;
+        let (page, size): (ListToolsResult, _) = self
+            .cacheable_sized(methods::TOOLS_LIST, key, &params)
+            .await?;
         self.note_server_info(page.meta.as_ref());
-        Ok(page)
+        Ok((page, size))
     }
 
     /// Validates a listed tool's `x-mcp-header` annotations (HTTP only).
@@ -828,22 +960,38 @@ impl Client {
         }
     }
 
-    /// Follows cursors: `fetch` gets a page, `next` reads its cursor, `take` consumes it.
+    /// Follows cursors: `fetch` gets a page and its size in bytes, `next` reads its cursor
+    /// and its number of items, `take` consumes it. Stops with an error beyond the list
+    /// budget ([`ClientBuilder::list_budget`]).
     async fn paginate<T, F, Fut>(
         &self,
         mut fetch: F,
-        next: impl Fn(&T) -> Option<String>,
+        next: impl Fn(&T) -> (Option<String>, usize),
         mut take: impl FnMut(T),
     ) -> Result<()>
     where
         F: FnMut(Option<String>) -> Fut,
-        Fut: std::future::Future<Output = Result<T>>,
+        Fut: std::future::Future<Output = Result<(T, usize)>>,
     {
+        let limits = &self.inner.limits;
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
+        let (mut items, mut bytes) = (0usize, 0usize);
         for _ in 0..MAX_PAGES {
-            let page = fetch(cursor.take()).await?;
-            let next_cursor = next(&page);
+            let (page, size) = fetch(cursor.take()).await?;
+            let (next_cursor, count) = next(&page);
+            items = items.saturating_add(count);
+            bytes = bytes.saturating_add(size);
+            if items > limits.max_list_items || bytes > limits.max_list_bytes {
+                return Err(Error::new(
+                    ErrorKind::Transport,
+                    format!(
+                        "the server's list exceeds this client's budget ({} items, {} bytes; \
+                         see ClientBuilder::list_budget)",
+                        limits.max_list_items, limits.max_list_bytes
+                    ),
+                ));
+            }
             take(page);
             match next_cursor {
                 None => return Ok(()),
@@ -866,8 +1014,19 @@ impl Client {
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
         let mut all = Vec::new();
         self.paginate(
-            |cursor| async move { self.list_prompts_page(cursor.as_deref()).await },
-            |p: &ListPromptsResult| p.next_cursor.clone(),
+            |cursor| async move {
+                let cursor = cursor.as_deref();
+                let (page, size): (ListPromptsResult, _) = self
+                    .cacheable_sized(
+                        methods::PROMPTS_LIST,
+                        cursor.unwrap_or(""),
+                        &wire::CursorParams { cursor },
+                    )
+                    .await?;
+                self.note_server_info(page.meta.as_ref());
+                Ok((page, size))
+            },
+            |p: &ListPromptsResult| (p.next_cursor.clone(), p.prompts.len()),
             |page| all.extend(page.prompts),
         )
         .await?;
@@ -891,8 +1050,19 @@ impl Client {
     pub async fn list_resources(&self) -> Result<Vec<Resource>> {
         let mut all = Vec::new();
         self.paginate(
-            |cursor| async move { self.list_resources_page(cursor.as_deref()).await },
-            |p: &ListResourcesResult| p.next_cursor.clone(),
+            |cursor| async move {
+                let cursor = cursor.as_deref();
+                let (page, size): (ListResourcesResult, _) = self
+                    .cacheable_sized(
+                        methods::RESOURCES_LIST,
+                        cursor.unwrap_or(""),
+                        &wire::CursorParams { cursor },
+                    )
+                    .await?;
+                self.note_server_info(page.meta.as_ref());
+                Ok((page, size))
+            },
+            |p: &ListResourcesResult| (p.next_cursor.clone(), p.resources.len()),
             |page| all.extend(page.resources),
         )
         .await?;
@@ -916,8 +1086,19 @@ impl Client {
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
         let mut all = Vec::new();
         self.paginate(
-            |cursor| async move { self.list_resource_templates_page(cursor.as_deref()).await },
-            |p: &ListResourceTemplatesResult| p.next_cursor.clone(),
+            |cursor| async move {
+                let cursor = cursor.as_deref();
+                let (page, size): (ListResourceTemplatesResult, _) = self
+                    .cacheable_sized(
+                        methods::RESOURCES_TEMPLATES_LIST,
+                        cursor.unwrap_or(""),
+                        &wire::CursorParams { cursor },
+                    )
+                    .await?;
+                self.note_server_info(page.meta.as_ref());
+                Ok((page, size))
+            },
+            |p: &ListResourceTemplatesResult| (p.next_cursor.clone(), p.resource_templates.len()),
             |page| all.extend(page.resource_templates),
         )
         .await?;
@@ -1097,6 +1278,18 @@ impl Client {
         let Some(requests) = result.input_requests.as_ref().filter(|r| !r.is_empty()) else {
             return Ok(InputResponses::new());
         };
+        let max = self.inner.limits.max_input_requests;
+        if requests.len() > max {
+            return Err(InputRequiredError::new(
+                InputRequiredReason::TooManyInputRequests {
+                    count: requests.len(),
+                    max,
+                },
+                Some(result.clone()),
+                rounds,
+            )
+            .into_error(ErrorKind::InputRequired));
+        }
         // Preflight: every question must be answerable before anyone is asked.
         for (key, request) in requests {
             if let Err(method) = self.inner.handlers.check(request) {
@@ -1112,22 +1305,35 @@ impl Client {
             }
         }
         let server = self.negotiated().server_info.clone();
-        let answers = requests.iter().map(|(key, request)| {
-            let fut = self.inner.handlers.answer(
-                key.clone(),
-                request.clone(),
-                origin.clone(),
-                server.clone(),
-            );
-            let key = key.clone();
-            async move {
-                match fut.await {
-                    Ok(answer) => Ok((key, answer)),
-                    Err(e) => Err((key, e)),
+        let samplings = requests
+            .values()
+            .filter(|r| matches!(r, InputRequest::CreateMessage(_)))
+            .count();
+        let answers: Vec<_> = requests
+            .iter()
+            .map(|(key, request)| {
+                let fut = self.inner.handlers.answer(
+                    key.clone(),
+                    request.clone(),
+                    origin.clone(),
+                    server.clone(),
+                    samplings,
+                );
+                let key = key.clone();
+                async move {
+                    match fut.await {
+                        Ok(answer) => Ok((key, answer)),
+                        Err(e) => Err((key, e)),
+                    }
                 }
-            }
-        });
-        match futures::future::try_join_all(answers).await {
+            })
+            .collect();
+        // A few at a time: a round may ask for many paid completions.
+        let answered: std::result::Result<Vec<_>, _> = futures::stream::iter(answers)
+            .buffer_unordered(self.inner.limits.max_concurrent_inputs)
+            .try_collect()
+            .await;
+        match answered {
             Ok(pairs) => Ok(pairs.into_iter().collect::<BTreeMap<_, _>>()),
             Err((key, e)) => Err(InputRequiredError::new(
                 InputRequiredReason::HandlerFailed { key },
@@ -1161,6 +1367,7 @@ impl Client {
                     tool: Some((name, arguments)),
                     observer: &observer,
                     timeout: options.timeout,
+                    renew: true,
                 })
                 .await?
             }
@@ -1177,6 +1384,7 @@ impl Client {
                     tool: None,
                     observer: &observer,
                     timeout: options.timeout,
+                    renew: true,
                 })
                 .await?
             }
@@ -1189,6 +1397,7 @@ impl Client {
                     tool: None,
                     observer: &observer,
                     timeout: options.timeout,
+                    renew: true,
                 })
                 .await?
             }
@@ -1330,6 +1539,7 @@ impl Client {
             tool: None,
             observer: &observer,
             timeout: None,
+            renew: true,
         };
         let (id, body, headers) = self.encode(&req, &negotiated).await?;
         let request_id = RequestId::Number(id);

@@ -11,7 +11,7 @@ use arctern_types::logging::{LoggingLevel, LoggingMessageNotificationParams};
 use arctern_types::meta::SUBSCRIPTION_ID_KEY;
 use arctern_types::methods;
 use arctern_types::notifications::CancelledNotificationParams;
-use arctern_types::progress::ProgressNotificationParams;
+use arctern_types::progress::{ProgressNotificationParams, ProgressToken};
 use arctern_types::subscriptions::SubscriptionFilter;
 use futures::Stream;
 use serde::Deserialize;
@@ -73,9 +73,13 @@ impl Observer {
                 }
             }
             methods::NOTIFICATIONS_MESSAGE => {
-                if let Some((_, f)) = &self.log {
+                if let Some((level, f)) = &self.log {
                     match serde_json::from_str::<LoggingMessageNotificationParams>(params) {
-                        Ok(p) => f(p),
+                        // The client applies its own level: a server may ignore it.
+                        Ok(p) if p.level >= *level => f(p),
+                        Ok(p) => {
+                            tracing::trace!(level = ?p.level, "dropped a log message below the client's level")
+                        }
                         Err(e) => {
                             tracing::debug!(error = %e, "ignored a malformed log notification")
                         }
@@ -85,6 +89,20 @@ impl Observer {
             other => tracing::debug!(method = other, "ignored a notification"),
         }
     }
+}
+
+/// Whether a `notifications/progress` carries the progress token of request `id` (the
+/// client's tokens are its request ids).
+pub(crate) fn progress_token_is(note: &JsonRpcNotification, id: i64) -> bool {
+    #[derive(Deserialize)]
+    struct Token {
+        #[serde(rename = "progressToken")]
+        progress_token: ProgressToken,
+    }
+    note.params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<Token>(p.get()).ok())
+        .is_some_and(|t| t.progress_token == ProgressToken::Number(id))
 }
 
 /// A notification delivered on a [`Subscription`].

@@ -76,8 +76,13 @@ const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// The longest `retry` delay honoured (a server cannot park a call for hours).
 const MAX_RETRY: Duration = Duration::from_secs(60);
+/// The shortest wait before a resumption, whatever `retry` says (`retry: 0` would have the
+/// client reconnect in a tight loop).
+const MIN_RETRY: Duration = Duration::from_millis(250);
 /// Resumptions in a row that brought no message before a stream gives up.
 const MAX_IDLE_RESUMPTIONS: u32 = 16;
+/// Resumptions of one request's stream in all, messages or not.
+const MAX_RESUMPTIONS: u32 = 256;
 
 /// The HTTP status of a response that carried no JSON-RPC message: the
 /// [`source`](std::error::Error::source) of the transport error it produced. A client uses
@@ -906,6 +911,12 @@ struct SseStream {
     answered: bool,
     /// Resumptions since the last message.
     idle_resumptions: u32,
+    /// Resumptions in all, and in a row that each brought at most one message (the wait
+    /// doubles with these).
+    resumptions: u32,
+    quick_resumptions: u32,
+    /// Messages since the last resumption.
+    since_resumption: u32,
     resuming: Option<Resuming>,
     inner: Arc<Inner>,
 }
@@ -920,6 +931,9 @@ impl SseStream {
             resume,
             answered: false,
             idle_resumptions: 0,
+            resumptions: 0,
+            quick_resumptions: 0,
+            since_resumption: 0,
             resuming: None,
             inner,
         }
@@ -934,12 +948,17 @@ impl SseStream {
             self.answered = true;
         }
         self.idle_resumptions = 0;
+        self.since_resumption += 1;
         self.ready.push_back(message);
     }
 
     /// The body ended: a resumption to start, if this stream may be resumed.
     fn resumption(&mut self) -> Option<Resuming> {
         if self.inner.closed.is_cancelled() || self.idle_resumptions >= MAX_IDLE_RESUMPTIONS {
+            return None;
+        }
+        if matches!(self.resume, Resume::Request(_)) && self.resumptions >= MAX_RESUMPTIONS {
+            tracing::debug!("gave up resuming a response stream after {MAX_RESUMPTIONS} tries");
             return None;
         }
         let mut headers = match &self.resume {
@@ -957,11 +976,22 @@ impl SseStream {
             }
         }
         self.idle_resumptions += 1;
-        let wait = self
+        self.resumptions = self.resumptions.saturating_add(1);
+        // A stream that keeps ending after a message or none backs off: the server's delay
+        // (at least MIN_RETRY), doubled for each such resumption in a row, up to MAX_RETRY.
+        if self.since_resumption <= 1 {
+            self.quick_resumptions = self.quick_resumptions.saturating_add(1);
+        } else {
+            self.quick_resumptions = 0;
+        }
+        self.since_resumption = 0;
+        let base = self
             .parser
             .retry
-            .map(|ms| Duration::from_millis(ms).min(MAX_RETRY))
-            .unwrap_or(DEFAULT_RETRY);
+            .map_or(DEFAULT_RETRY, Duration::from_millis)
+            .clamp(MIN_RETRY, MAX_RETRY);
+        let doublings = self.quick_resumptions.saturating_sub(1).min(16);
+        let wait = base.saturating_mul(1 << doublings).min(MAX_RETRY);
         let inner = self.inner.clone();
         Some(Box::pin(async move {
             tokio::select! {

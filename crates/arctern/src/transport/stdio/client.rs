@@ -54,6 +54,40 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
 /// How long shutdown waits at each step (after closing stdin, after `SIGTERM`) by default.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// The variables of this process a child inherits by default (what the TypeScript and Python
+/// SDKs pass too): enough to find programs and a home, never tokens or keys.
+#[cfg(not(windows))]
+pub const DEFAULT_INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+/// The variables of this process a child inherits by default (what the TypeScript and Python
+/// SDKs pass too): enough to find programs and a home, never tokens or keys.
+#[cfg(windows)]
+pub const DEFAULT_INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+
+/// Which of this process's environment variables a child inherits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Inherit {
+    /// [`DEFAULT_INHERITED_ENV`].
+    Default,
+    /// Everything.
+    All,
+    /// Nothing.
+    Nothing,
+}
+
 /// Notifications buffered per call before further ones are dropped (the final response is
 /// never dropped).
 const NOTIFICATION_BUFFER: usize = 256;
@@ -88,6 +122,10 @@ impl fmt::Debug for StderrMode {
 
 /// The command that starts a stdio MCP server.
 ///
+/// The child inherits only [`DEFAULT_INHERITED_ENV`] from this process's environment, plus
+/// what [`env`](Self::env) sets: a server gets no token or key it was not given.
+/// [`inherit_env`](Self::inherit_env) passes everything instead.
+///
 /// ```no_run
 /// # async fn run() -> arctern::Result<()> {
 /// use arctern::client::Client;
@@ -103,7 +141,7 @@ pub struct StdioCommand {
     program: OsString,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
-    env_clear: bool,
+    inherit: Inherit,
     cwd: Option<PathBuf>,
     stderr: StderrMode,
     shutdown_grace: Duration,
@@ -117,7 +155,7 @@ impl StdioCommand {
             program: program.into(),
             args: Vec::new(),
             env: Vec::new(),
-            env_clear: false,
+            inherit: Inherit::Default,
             cwd: None,
             stderr: StderrMode::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
@@ -145,7 +183,14 @@ impl StdioCommand {
 
     /// Starts the child with an empty environment (plus what [`env`](Self::env) sets).
     pub fn env_clear(mut self) -> Self {
-        self.env_clear = true;
+        self.inherit = Inherit::Nothing;
+        self
+    }
+
+    /// Passes this process's whole environment to the child (plus what
+    /// [`env`](Self::env) sets), instead of [`DEFAULT_INHERITED_ENV`] only.
+    pub fn inherit_env(mut self) -> Self {
+        self.inherit = Inherit::All;
         self
     }
 
@@ -348,8 +393,19 @@ impl StdioTransport {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
-        if command.env_clear {
-            cmd.env_clear();
+        match command.inherit {
+            Inherit::All => {}
+            Inherit::Nothing => {
+                cmd.env_clear();
+            }
+            Inherit::Default => {
+                cmd.env_clear();
+                for name in DEFAULT_INHERITED_ENV {
+                    if let Some(value) = std::env::var_os(name) {
+                        cmd.env(name, value);
+                    }
+                }
+            }
         }
         cmd.envs(command.env.iter().map(|(k, v)| (k, v)));
         if let Some(dir) = &command.cwd {
