@@ -363,6 +363,15 @@ impl std::fmt::Display for Consent {
     }
 }
 
+/// Whether some label of `host` is Punycode (an internationalized name in ASCII form).
+fn is_punycode(host: &str) -> bool {
+    host.split('.').any(|label| {
+        label
+            .get(..4)
+            .is_some_and(|p| p.eq_ignore_ascii_case("xn--"))
+    })
+}
+
 /// Asks consent to open a URL. Nothing is fetched or opened before the user agrees; only
 /// `http` and `https` URLs are offered to the browser.
 pub fn ask_url(asker: &Asker, params: &ElicitRequestUrlParams) -> Result<Reply, String> {
@@ -383,6 +392,19 @@ pub fn ask_url(asker: &Asker, params: &ElicitRequestUrlParams) -> Result<Reply, 
                     err,
                     "    Careful: the URL has a user name before the domain; the page is on the \
                      domain above."
+                );
+            }
+            if p.host.as_deref().is_some_and(is_punycode) {
+                let _ = writeln!(
+                    err,
+                    "    Careful: the domain is written in Punycode (xn--): it may look like \
+                     another domain once shown in its own letters."
+                );
+            }
+            if p.scheme == "http" {
+                let _ = writeln!(
+                    err,
+                    "    Careful: plain http: anyone on the network can read or change the page."
                 );
             }
             p.scheme == "https" || p.scheme == "http"
@@ -448,6 +470,14 @@ fn open_in_browser(url: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn punycode_domains_are_spotted() {
+        assert!(is_punycode("xn--ggle-55da.com"));
+        assert!(is_punycode("login.XN--80ak6aa92e.com"));
+        assert!(!is_punycode("accounts.google.com"));
+        assert!(!is_punycode("xn-.com"));
+    }
 
     #[test]
     fn url_parts_show_the_real_domain() {

@@ -44,6 +44,7 @@ mod inspect;
 mod output;
 mod progress;
 mod sampling;
+mod sanitize;
 mod session;
 
 use std::path::PathBuf;
@@ -266,18 +267,22 @@ async fn main() -> ExitCode {
             .await
             .map(|()| Exit::Ok)
             .map_err(|e| Failure::new(Exit::Connection, format!("serve: {e}"))),
-        Command::Call(a) => call(a, format).await,
-        Command::Discover(a) => list(a, format, List::Discover).await,
-        Command::Tools(a) => list(a, format, List::Tools).await,
-        Command::Prompts(a) => list(a, format, List::Prompts).await,
-        Command::Resources(a) => list(a, format, List::Resources).await,
-        Command::Read(a) => read(a, format).await,
-        Command::Prompt(a) => prompt(a, format).await,
+        Command::Call(a) => within(a.conn.whole_timeout(), call(a, format)).await,
+        Command::Discover(a) => {
+            within(a.conn.whole_timeout(), list(a, format, List::Discover)).await
+        }
+        Command::Tools(a) => within(a.conn.whole_timeout(), list(a, format, List::Tools)).await,
+        Command::Prompts(a) => within(a.conn.whole_timeout(), list(a, format, List::Prompts)).await,
+        Command::Resources(a) => {
+            within(a.conn.whole_timeout(), list(a, format, List::Resources)).await
+        }
+        Command::Read(a) => within(a.conn.whole_timeout(), read(a, format)).await,
+        Command::Prompt(a) => within(a.conn.whole_timeout(), prompt(a, format)).await,
     };
     match outcome {
         Ok(exit) => exit.into(),
         Err(f) => {
-            eprintln!("arctern: {}", f.message);
+            eprintln!("arctern: {}", sanitize::text(&f.message));
             if format == Format::Json {
                 output::json(&f.to_json());
             }
@@ -376,6 +381,26 @@ fn how_to_run() -> String {
         let path = me.display().to_string();
         shlex::try_quote(&path).map_or(path.clone(), |q| q.into_owned())
     }
+}
+
+/// Runs a command within `--timeout`, all of it: connecting (the legacy handshake and its
+/// `GET` stream included), listing, every round and question. Dropping the command on time
+/// closes its connections and stops a stdio server.
+async fn within(
+    limit: Result<Option<std::time::Duration>, Failure>,
+    command: impl std::future::Future<Output = Result<Exit, Failure>>,
+) -> Result<Exit, Failure> {
+    let Some(limit) = limit? else {
+        return command.await;
+    };
+    tokio::time::timeout(limit, command)
+        .await
+        .unwrap_or_else(|_| {
+            Err(Failure::new(
+                Exit::Connection,
+                format!("gave up after {} seconds (--timeout)", limit.as_secs_f64()),
+            ))
+        })
 }
 
 /// Connects with a session for `answers`.

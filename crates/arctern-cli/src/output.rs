@@ -37,8 +37,13 @@ pub struct SavedFile {
     pub bytes: usize,
 }
 
-/// Writes a line to stdout (or stderr); a closed pipe is not an error worth a panic.
+/// Writes a line to stdout (or stderr), terminal-safe (server text passes through here); a
+/// closed pipe is not an error worth a panic.
 pub fn line(to_stderr: bool, text: &str) {
+    raw_line(to_stderr, &crate::sanitize::text(text));
+}
+
+fn raw_line(to_stderr: bool, text: &str) {
     if to_stderr {
         let _ = writeln!(std::io::stderr().lock(), "{text}");
     } else {
@@ -46,10 +51,12 @@ pub fn line(to_stderr: bool, text: &str) {
     }
 }
 
-/// Prints a JSON document on stdout.
+/// Prints a JSON document on stdout. The document is exact (it parses back to the same
+/// values) and terminal-safe: serde_json escapes C0 controls, and DEL, C1 controls and bidi
+/// controls, which it leaves raw, are escaped here (they can only occur inside strings).
 pub fn json(value: &Value) {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-    line(false, &text);
+    raw_line(false, &crate::sanitize::json_escapes(&text));
 }
 
 /// The file extension for a MIME type.
@@ -99,8 +106,43 @@ fn stem(name: &str) -> String {
     if s.is_empty() { "result".into() } else { s }
 }
 
-/// Decodes base64 data and writes it to `<dir>/<stem>-<index>.<ext>` (replacing a file of
-/// that name).
+/// The most files one command saves: a result may hold any number of media blocks.
+pub const MAX_SAVED_FILES: usize = 100;
+
+/// Files saved so far by this command.
+static SAVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Creates `<dir>/<stem>-<index>.<ext>`, or `…-<index>-1.<ext>` and so on when the name is
+/// taken: a new file every time (never an existing file, never through a symlink).
+fn create_new(
+    dir: &Path,
+    stem: &str,
+    index: usize,
+    ext: &str,
+) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let mut last = None;
+    for n in 0..100u32 {
+        let name = match n {
+            0 => format!("{stem}-{index}.{ext}"),
+            n => format!("{stem}-{index}-{n}.{ext}"),
+        };
+        let path = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free file name")))
+}
+
+/// Decodes base64 data and writes it to a new file `<dir>/<stem>-<index>.<ext>` (with `-1`,
+/// `-2`… added when that name is taken; existing files and symlinks are never written
+/// through). At most [`MAX_SAVED_FILES`] per command.
 pub fn save(
     dir: &Path,
     name: &str,
@@ -116,8 +158,23 @@ pub fn save(
                 format!("content block {index} ({mime}) is not valid base64: {e}"),
             )
         })?;
-    let path = dir.join(format!("{}-{index}.{}", stem(name), extension(mime)));
-    std::fs::write(&path, &bytes).map_err(|e| {
+    use std::sync::atomic::Ordering;
+    if SAVED.fetch_add(1, Ordering::SeqCst) >= MAX_SAVED_FILES {
+        return Err(Failure::new(
+            Exit::Local,
+            format!("the result holds more than {MAX_SAVED_FILES} files to save; not saving more"),
+        ));
+    }
+    let (path, mut file) = create_new(dir, &stem(name), index, extension(mime)).map_err(|e| {
+        Failure::new(
+            Exit::Local,
+            format!(
+                "could not save content block {index} in {}: {e}",
+                dir.display()
+            ),
+        )
+    })?;
+    file.write_all(&bytes).map_err(|e| {
         Failure::new(
             Exit::Local,
             format!("could not save {}: {e}", path.display()),
@@ -270,6 +327,27 @@ mod tests {
     use super::*;
     use arctern::types::content::TextResourceContents;
     use serde_json::json;
+
+    #[cfg(unix)]
+    #[test]
+    fn saving_never_overwrites_nor_follows_a_symlink() {
+        let dir = std::env::temp_dir().join(format!("arctern-save-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("t-0.png")).unwrap();
+        std::fs::write(dir.join("t-0-1.png"), "older").unwrap();
+        let saved = save(&dir, "t", 0, "image/png", "aGVsbG8=").unwrap();
+        assert_eq!(saved.path, dir.join("t-0-2.png"));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("t-0-1.png")).unwrap(),
+            "older"
+        );
+        assert_eq!(std::fs::read(&saved.path).unwrap(), b"hello");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn extensions_and_names() {

@@ -35,9 +35,30 @@ pub struct ConnectArgs {
     /// An HTTP header sent with every request, as "Name: value" (repeatable).
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
-    /// Give up on a request that gets no answer within this many seconds.
+    /// Give up when the whole command (connecting, every request and question) takes longer
+    /// than this many seconds. Without it, a server that sends nothing for 60 seconds (no
+    /// answer, no progress) is given up on.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// An environment variable for a --stdio server, as NAME=VALUE (repeatable). The server
+    /// gets only these and HOME, LOGNAME, PATH, SHELL, TERM and USER from this environment.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+}
+
+impl ConnectArgs {
+    /// `--timeout`, checked.
+    pub fn whole_timeout(&self) -> Result<Option<Duration>, Failure> {
+        match self.timeout {
+            None => Ok(None),
+            Some(secs) if secs.is_finite() && secs > 0.0 => {
+                Ok(Some(Duration::from_secs_f64(secs.min(1e9))))
+            }
+            Some(_) => Err(Failure::usage(
+                "--timeout must be a positive number of seconds",
+            )),
+        }
+    }
 }
 
 /// How the server's questions are answered.
@@ -166,6 +187,11 @@ pub struct Session {
     problem: Mutex<Option<Failure>>,
     /// Whether some question was declined or cancelled.
     refused: AtomicBool,
+    /// Where the server is, for the lines that name who asks (its self-chosen name alone
+    /// could claim to be anyone).
+    endpoint: std::sync::OnceLock<String>,
+    /// Whether the user let `--sampling-command` run (asked once, on a terminal).
+    sampling_allowed: tokio::sync::OnceCell<bool>,
 }
 
 impl Session {
@@ -200,6 +226,8 @@ impl Session {
             terminal: tokio::sync::Mutex::new(()),
             problem: Mutex::new(None),
             refused: AtomicBool::new(false),
+            endpoint: std::sync::OnceLock::new(),
+            sampling_allowed: tokio::sync::OnceCell::new(),
         }))
     }
 
@@ -209,6 +237,9 @@ impl Session {
         endpoint: &Endpoint,
         conn: &ConnectArgs,
     ) -> Result<Client, Failure> {
+        let _ = self
+            .endpoint
+            .set(crate::sanitize::line(&endpoint.describe()).into_owned());
         let progress = self.clone();
         let logs = self.clone();
         let mut builder = Client::builder()
@@ -217,13 +248,8 @@ impl Session {
             .handler(Handler(self.clone()))
             .on_progress(move |p| progress.progress.update(&p))
             .on_log(self.log_level, move |m| logs.progress.log(&m));
-        if let Some(secs) = conn.timeout {
-            if !(secs.is_finite() && secs > 0.0) {
-                return Err(Failure::usage(
-                    "--timeout must be a positive number of seconds",
-                ));
-            }
-            builder = builder.request_timeout(Duration::from_secs_f64(secs));
+        if let Some(limit) = conn.whole_timeout()? {
+            builder = builder.request_timeout(limit);
         }
         let where_ = endpoint.describe();
         let connected = match endpoint {
@@ -249,9 +275,20 @@ impl Session {
                     return Err(Failure::usage("--header applies to HTTP servers only"));
                 }
                 let (program, args) = words.split_first().expect("resolve refuses empty commands");
-                builder
-                    .connect_stdio(StdioCommand::new(program).args(args))
-                    .await
+                let mut command = StdioCommand::new(program).args(args);
+                for pair in &conn.env {
+                    match pair.split_once('=') {
+                        Some((name, value)) if !name.is_empty() => {
+                            command = command.env(name, value);
+                        }
+                        _ => {
+                            return Err(Failure::usage(format!(
+                                "--env expects NAME=VALUE, got {pair:?}"
+                            )));
+                        }
+                    }
+                }
+                builder.connect_stdio(command).await
             }
         };
         connected.map_err(|e| {
@@ -300,7 +337,7 @@ impl Session {
 
     async fn elicit(&self, input: Input<ElicitRequestParams>) -> arctern::Result<ElicitResult> {
         let key = input.key().to_owned();
-        let asker = asker(&input);
+        let asker = self.asker(&input);
         match self.pre.lookup(&key) {
             Some(Pre::Decline) => {
                 self.note(&format!("Declined question {key:?} (--decline)."));
@@ -312,9 +349,15 @@ impl Session {
         if !self.interactive {
             return Err(self.fail(unanswered(&key, &asker, input.params())));
         }
+        // Shown on the terminal: no escape sequence of the server's gets through.
+        let params = crate::sanitize::elicitation(input.params()).map_err(|why| {
+            self.fail(Failure::new(
+                Exit::Input,
+                format!("could not show question {key:?} safely: {why}"),
+            ))
+        })?;
         let _terminal = self.terminal.lock().await;
         self.progress.clear();
-        let params = input.into_params();
         let reply = tokio::task::spawn_blocking(move || match &params {
             ElicitRequestParams::Form(f) => form::ask_form(&asker, f),
             ElicitRequestParams::Url(u) => form::ask_url(&asker, u),
@@ -387,9 +430,21 @@ impl Session {
                 "sampling is refused without --sampling-command",
             )));
         };
+        let asked = input.samplings_in_round().max(1);
+        let allowed = self
+            .sampling_allowed
+            .get_or_init(|| self.allow_sampling(self.asker(&input).server, asked, &command[0]))
+            .await;
+        if !*allowed {
+            return Err(self.fail(Failure::new(
+                Exit::Input,
+                "sampling was refused: the LLM completions were not allowed",
+            )));
+        }
         self.note(&format!(
-            "{} asks for an LLM completion (question {:?}); running {}.",
-            server_name(&input),
+            "{} asks for {} (question {:?}); running {}.",
+            self.asker(&input).server,
+            completions(asked),
             input.key(),
             command[0]
         ));
@@ -399,6 +454,38 @@ impl Session {
                 format!("the sampling command failed: {why}"),
             ))
         })
+    }
+}
+
+fn completions(n: usize) -> String {
+    match n {
+        1 => "an LLM completion".to_owned(),
+        n => format!("{n} LLM completions in this round"),
+    }
+}
+
+impl Session {
+    /// Asks once, on a terminal, before `--sampling-command` runs (each run may be a paid
+    /// completion); without a terminal the flag is the consent.
+    async fn allow_sampling(&self, server: String, asked: usize, program: &str) -> bool {
+        if !self.interactive {
+            return true;
+        }
+        let _terminal = self.terminal.lock().await;
+        self.progress.clear();
+        let question = crate::sanitize::line(&format!(
+            "{server} asks for {}. Run {program} for them (and for later ones of this command)?",
+            completions(asked)
+        ))
+        .into_owned();
+        tokio::task::spawn_blocking(move || {
+            inquire::Confirm::new(&question)
+                .with_default(false)
+                .prompt()
+                .unwrap_or(false)
+        })
+        .await
+        .unwrap_or(false)
     }
 }
 
@@ -441,11 +528,23 @@ fn unanswered(key: &str, asker: &Asker, params: &ElicitRequestParams) -> Failure
     }
 }
 
+/// The server as it calls itself, terminal-safe.
 fn server_name<P>(input: &Input<P>) -> String {
-    input
+    let name = input
         .server_info()
         .map(|s| s.title.clone().unwrap_or_else(|| s.name.clone()))
-        .unwrap_or_else(|| "The server".to_owned())
+        .unwrap_or_else(|| "The server".to_owned());
+    crate::sanitize::line(&name).into_owned()
+}
+
+impl Session {
+    fn asker<P>(&self, input: &Input<P>) -> Asker {
+        let mut asker = asker(input);
+        if let Some(endpoint) = self.endpoint.get() {
+            asker.server = format!("{} (at {endpoint})", asker.server);
+        }
+        asker
+    }
 }
 
 fn asker<P>(input: &Input<P>) -> Asker {
@@ -458,7 +557,7 @@ fn asker<P>(input: &Input<P>) -> Asker {
     };
     Asker {
         server: server_name(input),
-        request: format!("{kind} {}", origin.target()),
+        request: crate::sanitize::line(&format!("{kind} {}", origin.target())).into_owned(),
         key: input.key().to_owned(),
     }
 }

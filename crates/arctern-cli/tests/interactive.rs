@@ -166,7 +166,9 @@ fn typing_the_region_into_the_form() {
         &dir,
         &["call", demo.url(), "provision", "--arg", "name=orders"],
     );
-    t.expect("arctern-demo asks (tool provision, question \"region\")");
+    // The server's own name, and where it really is.
+    t.expect("arctern-demo (at http://127.0.0.1:");
+    t.expect("asks (tool provision, question \"region\")");
     t.expect("Which region should the database live in?");
     t.expect("Decline");
     t.send(ENTER);
