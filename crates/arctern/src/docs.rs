@@ -12,3 +12,8 @@ pub mod request_state {
 pub mod authorization {
     #![doc = include_str!("../docs/authorization.md")]
 }
+
+#[cfg(feature = "http")]
+pub mod fleet {
+    #![doc = include_str!("../docs/fleet.md")]
+}

@@ -11,6 +11,7 @@ use arctern_types::version::ProtocolVersion;
 use super::legacy::LegacyConfig;
 use super::middleware::Middleware;
 use super::mrtr::MrtrLimits;
+use super::subscriptions::{ChangeBus, LocalChangeBus};
 use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it
@@ -140,6 +141,9 @@ pub struct ServerConfig {
     /// Middleware around every handler call, outermost first (see
     /// [`middleware`](super::middleware)).
     pub middleware: Vec<Arc<dyn Middleware>>,
+    /// Where announced changes travel: this process only ([`LocalChangeBus`], the default)
+    /// or every instance of a fleet.
+    pub change_bus: Arc<dyn ChangeBus>,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -156,6 +160,7 @@ impl fmt::Debug for ServerConfig {
             .field("principal", &self.principal)
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
+            .field("change_bus", &self.change_bus)
             .finish()
     }
 }
@@ -190,6 +195,7 @@ impl ServerConfig {
             principal: None,
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
+            change_bus: Arc::new(LocalChangeBus::default()),
         }
     }
 
@@ -255,6 +261,13 @@ impl ServerConfig {
     /// modern-only server).
     pub fn legacy(mut self, legacy: LegacyConfig) -> Self {
         self.legacy = legacy;
+        self
+    }
+
+    /// Carries announced changes over `bus` (for example to every instance of a fleet)
+    /// instead of within this process only.
+    pub fn change_bus(mut self, bus: Arc<dyn ChangeBus>) -> Self {
+        self.change_bus = bus;
         self
     }
 

@@ -50,7 +50,10 @@ pub use mcp::{
     RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate, UriTemplateError,
 };
 pub use mirror::MirroredParam;
-pub use subscriptions::{Change, ChangeNotifier};
+pub use subscriptions::{
+    Change, ChangeBus, ChangeNotifier, ChangeReceiver, ChangeRecvError, DEFAULT_CHANGE_BUFFER,
+    LocalChangeBus,
+};
 
 #[cfg(feature = "http")]
 pub(crate) use engine::encode_error;

@@ -84,18 +84,27 @@
 mod clock;
 mod codec;
 mod digest;
+mod envelope;
 mod key;
 mod payload;
+mod reload;
 mod sealer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codec::{CodecError, StateCodec, TOKEN_FORMAT_VERSION, UnsealError, XChaChaCodec};
 pub(crate) use digest::args_digest_of_object;
 pub use digest::{ArgsDigest, QuestionDigest, args_digest, canonical_json, question_digest};
+pub use envelope::{
+    DataKey, ENVELOPE_FORMAT_VERSION, EnvelopeCodec, EnvelopeConfig, KeyService, KeyServiceError,
+    LocalKeyService, MAX_WRAPPED_KEY_LEN,
+};
 pub use key::{
     KeyError, KeyId, KeyRing, MAX_KEY_ID_LEN, MAX_KEY_MATERIAL_LEN, MIN_KEY_MATERIAL_LEN, StateKey,
 };
 pub use payload::StatePayload;
+#[cfg(unix)]
+pub use reload::ReloadOnSignal;
+pub use reload::{KeySource, ReloadableKeyRing};
 pub use sealer::{
     ConfigError, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, INVALID_STATE_MESSAGE,
     MAX_TTL, MIN_MAX_TOKEN_LEN, RejectReason, SealError, StateBinding, StateRejection, StateSealer,

@@ -79,12 +79,13 @@ impl<H: Handler> Server<H> {
             serde_json::value::to_raw_value(&config.info).expect("Implementation serializes")
         });
         let layers = config.middleware.iter().cloned().collect();
+        let changes = ChangeBroker::new(config.change_bus.clone());
         Server {
             inner: Arc::new(Inner {
                 handler,
                 config,
                 server_info,
-                changes: ChangeBroker::new(),
+                changes,
                 shutdown: CancellationToken::new(),
                 layers,
             }),
@@ -144,7 +145,7 @@ impl<H> Server<H> {
     }
 
     /// Every change announced from now on (legacy sessions forward them).
-    pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<super::Change> {
+    pub(crate) fn subscribe_changes(&self) -> super::ChangeReceiver {
         self.inner.changes.subscribe()
     }
 

@@ -19,12 +19,12 @@ use arctern_types::notifications::{
 use arctern_types::{ErrorObject, ProtocolVersion, RequestId, RequestMeta};
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::connection::TransportKind;
 use crate::server::context::NotificationSink;
-use crate::server::subscriptions::{Change, covers};
+use crate::server::subscriptions::{Change, ChangeReceiver, ChangeRecvError, covers};
 use crate::{Error, ErrorKind};
 
 /// Where a session's unsolicited messages go (list changes, resource updates): the standalone
@@ -294,7 +294,7 @@ impl Drop for Pending<'_> {
 /// stream until the session ends.
 pub(crate) async fn forward_changes(
     session: Weak<LegacySession>,
-    mut changes: broadcast::Receiver<Change>,
+    mut changes: ChangeReceiver,
     capabilities: ServerCapabilities,
     cancel: CancellationToken,
 ) {
@@ -312,7 +312,7 @@ pub(crate) async fn forward_changes(
         };
         let changes_to_send = match change {
             Ok(change) => vec![change],
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
+            Err(ChangeRecvError::Lagged(missed)) => {
                 tracing::warn!(
                     missed,
                     "a legacy session fell behind on changes; announcing every list as changed"
@@ -323,7 +323,7 @@ pub(crate) async fn forward_changes(
                     Change::ResourcesListChanged,
                 ]
             }
-            Err(broadcast::error::RecvError::Closed) => return,
+            Err(ChangeRecvError::Closed) => return,
         };
         for change in changes_to_send {
             let message = match &change {

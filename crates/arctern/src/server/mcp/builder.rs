@@ -166,6 +166,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// Carries announced changes (list changes, resource updates) over `bus`, for example to
+    /// the `subscriptions/listen` streams and legacy sessions of every instance of a fleet;
+    /// the default reaches this process only.
+    pub fn change_bus(mut self, bus: Arc<dyn crate::server::ChangeBus>) -> Self {
+        self.parts.config.change_bus = bus;
+        self
+    }
+
     /// Limits on multi round-trip requests (questions per round, rounds per call).
     pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
         self.parts.config.mrtr = limits;

@@ -115,11 +115,30 @@ pub(crate) struct SessionLimits {
     pub(crate) max: usize,
 }
 
+/// The prefix of this instance's session ids (`<instance>.`), so that a load balancer can
+/// route a session to the instance holding it; `None` unless the instance id is a plain
+/// token (`A-Z a-z 0-9 _ -`).
+pub(crate) fn session_prefix(instance: Option<&str>) -> Option<Arc<str>> {
+    let id = instance?;
+    let plain = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    if !plain {
+        tracing::warn!(
+            "the instance id is not a plain token (A-Z a-z 0-9 _ -); session ids do not name the instance"
+        );
+    }
+    plain.then(|| format!("{id}.").into())
+}
+
 /// The legacy sessions of one service.
 pub(crate) struct Sessions {
     map: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
     limits: SessionLimits,
     reaper: AtomicBool,
+    prefix: Option<Arc<str>>,
 }
 
 /// Why no session could be opened.
@@ -131,11 +150,12 @@ pub(crate) enum OpenError {
 }
 
 impl Sessions {
-    pub(crate) fn new(limits: SessionLimits) -> Self {
+    pub(crate) fn new(limits: SessionLimits, prefix: Option<Arc<str>>) -> Self {
         Sessions {
             map: Mutex::new(HashMap::new()),
             limits,
             reaper: AtomicBool::new(false),
+            prefix,
         }
     }
 
@@ -200,7 +220,10 @@ impl Sessions {
             connection.close();
             return Err(OpenError::NoId);
         };
-        let id: Arc<str> = id.into();
+        let id: Arc<str> = match &self.prefix {
+            Some(prefix) => format!("{prefix}{id}").into(),
+            None => id.into(),
+        };
         let cancel = connection.closed_token();
         let session = Arc::new(HttpSession {
             id: id.clone(),

@@ -419,7 +419,7 @@ impl<H: Handler> hyper::service::Service<Request<Incoming>> for Routed<H> {
         } else {
             let mut response = Response::new(ResponseBody::empty());
             *response.status_mut() = StatusCode::NOT_FOUND;
-            ResponseFuture::ready(response)
+            ResponseFuture::ready(response).instance(self.service.instance_header())
         }
     }
 }
