@@ -1,0 +1,135 @@
+//! Redis for what the instances of an arctern fleet must share.
+//!
+//! A 2026-07-28 server keeps no memory between requests: multi round-trip state travels
+//! sealed in `requestState`, so any instance behind a load balancer can serve any round, and
+//! a fleet needs to share only its sealing keys (a file or a Secret, see
+//! [`ReloadableKeyRing`](arctern::state::ReloadableKeyRing)). What does need a shared
+//! service:
+//!
+//! * **change notifications**: a `resources/updated` or list change announced on one
+//!   instance must reach the `subscriptions/listen` streams and legacy sessions held by every
+//!   other — [`RedisChangeBus`], a [`ChangeBus`](arctern::server::ChangeBus) on Redis
+//!   pub/sub;
+//! * the one-time flow store (the replay guard of flows whose last round has side effects),
+//!   once arctern has one;
+//! * the task store, when the tasks extension lands (not built yet).
+//!
+//! # When Redis is down
+//!
+//! Every call to Redis is bounded ([`RedisConfig::timeout`]), so an outage turns into errors,
+//! never into hangs:
+//!
+//! | what | during an outage |
+//! | --- | --- |
+//! | multi round-trip flows, tools, prompts, resources | keep working: they never touch Redis |
+//! | changes announced on an instance | still reach that instance's streams and sessions at once |
+//! | changes crossing instances | lost while Redis is unreachable (each failed publish is logged as a warning); when the subscription comes back, every local stream and session is told that every list it follows changed, so clients refetch |
+//! | data an application keeps in Redis (the demo's notes) | calls fail after at most the timeout with the Redis error, which the application reports (the demo answers a tool error) |
+//!
+//! The connection and the subscription reconnect by themselves, with backoff.
+
+#![forbid(unsafe_code)]
+
+mod changes;
+
+use std::time::Duration;
+
+pub use changes::{BusStats, DEFAULT_CHANNEL, RedisChangeBus};
+/// The Redis client this crate is built on, for an application's own data.
+pub use redis;
+
+/// Default bound on every Redis call (connecting, a command, subscribing): 2 seconds.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How to reach Redis.
+#[derive(Debug, Clone)]
+pub struct RedisConfig {
+    url: String,
+    timeout: Duration,
+    channel: String,
+}
+
+impl RedisConfig {
+    /// Redis at `url`, such as `redis://127.0.0.1:6379/0` (`rediss://` is not supported:
+    /// run Redis on a private network, or behind a TLS tunnel).
+    pub fn new(url: impl Into<String>) -> Self {
+        RedisConfig {
+            url: url.into(),
+            timeout: DEFAULT_TIMEOUT,
+            channel: DEFAULT_CHANNEL.to_owned(),
+        }
+    }
+
+    /// The bound on every call: connecting, one command, subscribing (default
+    /// [`DEFAULT_TIMEOUT`]; at least 1 ms).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The pub/sub channel of [`RedisChangeBus`] (default [`DEFAULT_CHANNEL`]). Instances
+    /// that should see each other's changes use the same one; separate fleets on one Redis
+    /// use different ones.
+    pub fn channel(mut self, channel: impl Into<String>) -> Self {
+        self.channel = channel.into();
+        self
+    }
+
+    /// The URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The bound on every call.
+    pub fn call_timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn client(&self) -> Result<redis::Client, Error> {
+        redis::Client::open(self.url.as_str()).map_err(Error::Redis)
+    }
+}
+
+/// What went wrong talking to Redis.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Redis answered with an error, or the connection failed.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// Redis did not answer within the configured timeout.
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// A connection that reconnects by itself, with the bounds of `config`; clone it freely.
+///
+/// Every command should still be wrapped in [`bounded`], which turns a slow answer into
+/// [`Error::Timeout`].
+pub async fn connect(config: &RedisConfig) -> Result<redis::aio::ConnectionManager, Error> {
+    let client = config.client()?;
+    let manager = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(config.timeout))
+        .set_response_timeout(Some(config.timeout))
+        // Fail fast while Redis is away; the manager keeps trying on the next command.
+        .set_number_of_retries(1)
+        .set_max_delay(config.timeout);
+    bounded(config.timeout, async {
+        client
+            .get_connection_manager_with_config(manager)
+            .await
+            .map_err(Error::Redis)
+    })
+    .await
+}
+
+/// Runs a Redis call with a deadline.
+pub async fn bounded<T>(
+    timeout: Duration,
+    call: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::Timeout(timeout)),
+    }
+}
