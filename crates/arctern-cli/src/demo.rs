@@ -6,7 +6,7 @@ use arctern::server::extract::Args;
 use arctern::server::mrtr::{
     Answer, Ask, AskContext, NotYet, Question, Roots, Sample, SamplingQuestion,
 };
-use arctern::server::{McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server};
+use arctern::server::{McpServer, RequestContext, ResourceTemplateSpec};
 use arctern::types::prompts::PromptMessage;
 use arctern::types::sampling::{CreateMessageRequestParams, SamplingMessage};
 use schemars::JsonSchema;
@@ -327,8 +327,8 @@ async fn confirm(Args(a): Args<TextArg>, Answer(c): Answer<Confirm>) -> String {
     }
 }
 
-/// The demo server.
-pub fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError> {
+/// The demo server's builder (`serve` adds the fleet settings and the notes to it).
+pub fn builder() -> McpServer {
     McpServer::new("arctern-demo")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(
@@ -373,5 +373,4 @@ pub fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError
                 .mime_type("application/json"),
             config,
         )
-        .build()
 }

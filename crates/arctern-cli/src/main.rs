@@ -1,7 +1,7 @@
 //! The `arctern` command: serve a demo MCP server, and call any MCP server from a terminal.
 //!
 //! ```text
-//! arctern serve [--port 8000] [--stdio]              the demo server
+//! arctern serve [--port 8000] [--stdio]              the demo server (fleet member: --key-file, --redis, --instance-id)
 //! arctern call <URL> <TOOL> [--arg K=V]... [--json '{…}']
 //! arctern call --stdio "<COMMAND>" <TOOL> ...         the same, with the server as a child process
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
@@ -37,6 +37,7 @@
 mod answers;
 mod args;
 mod demo;
+mod demo_notes;
 mod exit;
 mod fields;
 mod form;
@@ -44,6 +45,7 @@ mod inspect;
 mod output;
 mod progress;
 mod sampling;
+mod serve;
 mod session;
 
 use std::path::PathBuf;
@@ -51,7 +53,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use arctern::client::Client;
-use arctern::transport::http::HttpServer;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
@@ -106,15 +107,7 @@ enum Command {
     /// Serve the demo server: tools that ask the user, the client's LLM or its roots before
     /// they finish, a prompt and a resource template that ask too, and the benchmark's echo
     /// and confirm.
-    Serve {
-        /// Port to listen on (127.0.0.1 only; 0 picks a free one). With --output json, the
-        /// first line on stdout is {"url": "…"}.
-        #[arg(long, default_value_t = 8000)]
-        port: u16,
-        /// Serve over stdin/stdout instead of HTTP.
-        #[arg(long)]
-        stdio: bool,
-    },
+    Serve(serve::ServeArgs),
     /// Call a tool; the server's questions are asked in the terminal (or answered with
     /// --answer).
     #[command(
@@ -248,7 +241,7 @@ async fn main() -> ExitCode {
     };
     let format = cli.output;
     let outcome = match cli.command {
-        Command::Serve { port, stdio } => serve(port, stdio, format)
+        Command::Serve(a) => serve::serve(a, format)
             .await
             .map(|()| Exit::Ok)
             .map_err(|e| Failure::new(Exit::Connection, format!("serve: {e}"))),
@@ -272,42 +265,6 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Serves the demo until Ctrl-C. With `--output json` over HTTP, the first line on stdout is
-/// `{"url": …}`, for scripts that start the server on `--port 0`.
-async fn serve(port: u16, stdio: bool, format: Format) -> Result<(), Box<dyn std::error::Error>> {
-    let server = demo::server()?;
-    if stdio {
-        server.serve_stdio().await?;
-        return Ok(());
-    }
-    let bound = HttpServer::new(server)
-        .bind(("127.0.0.1", port))
-        .listen()
-        .await?;
-    let url = bound.url();
-    if format == Format::Json {
-        output::line(
-            false,
-            &serde_json::json!({ "url": url.to_string() }).to_string(),
-        );
-    }
-    eprintln!("arctern demo server listening on {url}");
-    eprintln!();
-    let arctern = how_to_run();
-    eprintln!("Try it from another terminal:");
-    eprintln!("  {arctern} call {url} provision --arg name=orders");
-    eprintln!("  {arctern} call {url} provision --arg name=orders --answer region=eu-west-1");
-    eprintln!("  {arctern} tools {url}");
-    eprintln!("Or point any MCP client (protocol 2026-07-28) at {url}.");
-    eprintln!("Press Ctrl-C to stop.");
-    bound
-        .serve_with_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
-    Ok(())
-}
-
 /// Whether a command line that clap refused asked for `--output json`.
 fn wants_json(args: impl Iterator<Item = String>) -> bool {
     let mut args = args.peekable();
@@ -323,7 +280,7 @@ fn wants_json(args: impl Iterator<Item = String>) -> bool {
 /// How a person in another terminal runs this program: `arctern` when that name on the
 /// `PATH` is this program; `cargo run -p arctern-cli --` when it runs from a cargo build
 /// (the README's first command); otherwise its full path.
-fn how_to_run() -> String {
+pub(crate) fn how_to_run() -> String {
     let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
         return "arctern".into();
     };
