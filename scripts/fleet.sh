@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# A fleet of arctern demo servers on this machine: Redis, N instances sharing one
+# request-state key file, and nginx in front of them, all on 127.0.0.1 with free ports.
+#
+#   scripts/fleet.sh up N [--release] [--kms]
+#                                        start everything; prints one JSON line:
+#                                        {"url": …, "instances": [{"id", "url", "pid"}], "redis": …}
+#                                        --kms: no shared key ring; each instance seals under its
+#                                        own data keys wrapped by a (local) key service
+#   scripts/fleet.sh down               stop exactly what `up` started
+#   scripts/fleet.sh status             the same JSON line, for a running fleet
+#   scripts/fleet.sh restart ID         graceful restart of one instance: out of nginx, drain
+#                                        (SIGTERM), start again on its port, back into nginx
+#   scripts/fleet.sh reload-keys        SIGHUP every instance (after editing the key file)
+#   scripts/fleet.sh test               lint deploy/, then the fleet tests (real nginx and Redis)
+#
+# nginx and redis-server come from the distribution's packages: when missing, `up` and `test`
+# install them with apt-get (as root). Where that is impossible, install them yourself
+# (Debian/Ubuntu: apt-get install nginx redis-server); `test` then skips with a message.
+#
+# State (pid files, logs, the key file, the rendered nginx.conf) lives in $ARCTERN_FLEET_DIR,
+# by default a directory under /tmp named after the user: never inside the checkout.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STATE="${ARCTERN_FLEET_DIR:-${TMPDIR:-/tmp}/arctern-fleet-$(id -un)}"
+NGINX_TEMPLATE="$ROOT/deploy/nginx/arctern-fleet.conf.template"
+HAPROXY_TEMPLATE="$ROOT/deploy/haproxy/arctern-fleet.cfg.template"
+# How long a stopping process may drain before it is killed.
+STOP_GRACE_SECONDS=15
+
+die() { echo "fleet.sh: $*" >&2; exit 1; }
+say() { echo "fleet.sh: $*" >&2; }
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
+
+# --- packages ------------------------------------------------------------------------------
+
+# Exit code 3: the packages are missing and cannot be installed here.
+ensure_packages() {
+    local missing=()
+    command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+    command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    [ "${#missing[@]}" = 0 ] && return 0
+    if ! command -v apt-get >/dev/null 2>&1; then
+        say "needs ${missing[*]}, and apt-get is not available: install them with your package manager"
+        return 3
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        say "needs ${missing[*]}: run as root, or install them first: sudo apt-get install ${missing[*]}"
+        return 3
+    fi
+    say "installing ${missing[*]} from the distribution's packages"
+    if ! apt-get update -qq >&2 || ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
+        say "apt-get could not install ${missing[*]}: install them yourself (apt-get install ${missing[*]})"
+        return 3
+    fi
+}
+
+nginx_bin() { command -v nginx 2>/dev/null || echo /usr/sbin/nginx; }
+
+# --- processes -----------------------------------------------------------------------------
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_port() { # PORT SECONDS
+    local deadline=$((SECONDS + $2))
+    until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.05
+    done
+}
+
+# The pid in a pid file, if that process still runs the program the file was written for
+# (so that a recycled pid is never signalled).
+live_pid() { # PIDFILE
+    [ -f "$1" ] || return 1
+    local pid expect
+    read -r pid expect <"$1" || return 1
+    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$expect" || return 1
+    echo "$pid"
+}
+
+stop_pidfile() { # PIDFILE
+    local pid
+    if pid="$(live_pid "$1")"; then
+        kill -TERM "$pid" 2>/dev/null || true
+        local deadline=$((SECONDS + STOP_GRACE_SECONDS))
+        while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.05; done
+        if kill -0 "$pid" 2>/dev/null; then
+            say "pid $pid did not stop within ${STOP_GRACE_SECONDS}s; killing it"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    rm -f "$1"
+}
+
+arctern_bin() {
+    if [ -n "${ARCTERN_BIN:-}" ]; then
+        echo "$ARCTERN_BIN"
+        return
+    fi
+    local profile=debug flags=()
+    if [ "${RELEASE:-0}" = 1 ]; then profile=release; flags=(--release); fi
+    say "building the arctern command ($profile)"
+    (cd "$ROOT" && cargo build -q -p arctern-cli "${flags[@]}" >&2)
+    echo "$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/$profile/arctern"
+}
+
+# Starts instance ID on PORT (0: a free one); prints its port.
+start_instance() { # ID PORT
+    local id="$1" port="$2" bin keys
+    bin="$(cat "$STATE/arctern-bin")"
+    if [ -f "$STATE/kms-key" ]; then
+        keys=(--kms-key-file "$STATE/kms-key")
+    else
+        keys=(--key-file "$STATE/state-keys")
+    fi
+    : >"$STATE/$id.out"
+    "$bin" --output json serve --port "$port" --instance-id "$id" "${keys[@]}" \
+        --audience arctern-fleet --redis "$(cat "$STATE/redis-url")" \
+        >"$STATE/$id.out" 2>>"$STATE/$id.log" </dev/null &
+    local pid=$!
+    echo "$pid --instance-id $id --${keys[0]#--}" >"$STATE/$id.pid"
+    local deadline=$((SECONDS + 60)) line=""
+    until line="$(head -n1 "$STATE/$id.out" 2>/dev/null)" && [ -n "$line" ]; do
+        kill -0 "$pid" 2>/dev/null || die "instance $id exited at start; see $STATE/$id.log"
+        [ "$SECONDS" -lt "$deadline" ] || die "instance $id did not start; see $STATE/$id.log"
+        sleep 0.05
+    done
+    echo "$line" | python3 -c 'import json,sys,urllib.parse; print(urllib.parse.urlsplit(json.load(sys.stdin)["url"]).port)'
+}
+
+# Renders nginx.conf from the instances file; DOWN names an instance left out (a restart).
+render_nginx() { # [DOWN]
+    local down="${1:-}" servers="" upstreams="" map="" id port
+    local -a ids=() ports=()
+    while read -r id port; do ids+=("$id"); ports+=("$port"); done <"$STATE/instances"
+    for i in "${!ids[@]}"; do
+        id="${ids[$i]}"; port="${ports[$i]}"
+        if [ "$id" = "$down" ]; then
+            servers+="        server 127.0.0.1:$port down;"$'\n'
+        else
+            servers+="        server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'
+        fi
+        upstreams+="    upstream arctern_$id {"$'\n'"        server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'
+        # When the instance holding a session is gone, another answers 404 (session not
+        # found) at once, and the client opens a new session.
+        local backup="${ports[$(((i + 1) % ${#ports[@]}))]}"
+        [ "$backup" != "$port" ] && upstreams+="        server 127.0.0.1:$backup backup;"$'\n'
+        upstreams+="        keepalive 16;"$'\n'"    }"$'\n'
+        map+="        ~^$id\\.  arctern_$id;"$'\n'
+    done
+    local text
+    text="$(<"$NGINX_TEMPLATE")"
+    text="${text//@STATE@/$STATE}"
+    text="${text//@WORKERS@/${NGINX_WORKERS:-1}}"
+    text="${text//@LISTEN@/127.0.0.1:$(cat "$STATE/nginx-port")}"
+    text="${text//@SERVERS@/${servers%$'\n'}}"
+    text="${text//@INSTANCE_UPSTREAMS@/${upstreams%$'\n'}}"
+    text="${text//@SESSION_MAP@/${map%$'\n'}}"
+    printf '%s\n' "$text" >"$STATE/nginx.conf.new"
+    "$(nginx_bin)" -t -q -e "$STATE/nginx-error.log" -c "$STATE/nginx.conf.new" -p "$STATE" 2>>"$STATE/nginx-error.log" \
+        || die "the rendered nginx configuration is invalid; see $STATE/nginx-error.log"
+    mv "$STATE/nginx.conf.new" "$STATE/nginx.conf"
+}
+
+# nginx re-reads its configuration: new workers take over, old ones finish the requests
+# they have and exit. Returns when the old workers are gone, so that nothing is routed by the
+# old configuration any more.
+reload_nginx() {
+    local pid old w deadline
+    pid="$(live_pid "$STATE/nginx.pidfile")" || die "nginx is not running"
+    old="$(pgrep -P "$pid" || true)"
+    kill -HUP "$pid"
+    deadline=$((SECONDS + STOP_GRACE_SECONDS))
+    for w in $old; do
+        while kill -0 "$w" 2>/dev/null; do
+            [ "$SECONDS" -lt "$deadline" ] || die "nginx's old worker $w did not exit"
+            sleep 0.05
+        done
+    done
+}
+
+status_json() {
+    python3 - "$STATE" <<'EOF'
+import json, os, sys
+state = sys.argv[1]
+def read(name):
+    with open(os.path.join(state, name)) as f:
+        return f.read().strip()
+instances = []
+for line in read("instances").splitlines():
+    ident, port = line.split()
+    pid = int(read(ident + ".pid").split()[0])
+    instances.append({"id": ident, "url": f"http://127.0.0.1:{port}/mcp", "pid": pid,
+                      "log": os.path.join(state, ident + ".log")})
+print(json.dumps({
+    "url": f"http://127.0.0.1:{read('nginx-port')}/mcp",
+    "instances": instances,
+    "redis": read("redis-url"),
+    "key_file": os.path.join(state, "state-keys"),
+    "state_dir": state,
+}))
+EOF
+}
+
+# --- commands ------------------------------------------------------------------------------
+
+cmd_up() {
+    local n="${1:-}"
+    shift || true
+    [[ "$n" =~ ^[1-9][0-9]?$ ]] || die "usage: fleet.sh up N [--release] [--kms]   (N from 1 to 99)"
+    local kms=0 flag
+    for flag in "$@"; do
+        case "$flag" in
+            --release) RELEASE=1 ;;
+            --kms) kms=1 ;;
+            *) die "unknown option $flag" ;;
+        esac
+    done
+    if [ -f "$STATE/instances" ]; then
+        die "a fleet is already up (state in $STATE): scripts/fleet.sh down first"
+    fi
+    local rc=0
+    ensure_packages || rc=$?
+    [ "$rc" = 0 ] || exit "$rc"
+    mkdir -p "$STATE/nginx-tmp"
+    # Anything that fails from here on takes down what was started.
+    FLEET_STARTED=0
+    trap 'if [ "$FLEET_STARTED" != 1 ]; then say "start failed; stopping what was started"; cmd_down >/dev/null 2>&1 || true; fi' EXIT
+    arctern_bin >"$STATE/arctern-bin"
+    [ -x "$(cat "$STATE/arctern-bin")" ] || die "no arctern binary at $(cat "$STATE/arctern-bin")"
+
+    if [ "$kms" = 1 ]; then
+        (umask 077 && head -c 32 /dev/urandom | base64 -w0 >"$STATE/kms-key")
+    else
+        (umask 077 && echo "k1:$(head -c 32 /dev/urandom | base64 -w0)" >"$STATE/state-keys")
+    fi
+
+    local redis_port
+    redis_port="$(free_port)"
+    redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+        --dir "$STATE" --logfile "$STATE/redis.log" --protected-mode yes </dev/null >/dev/null 2>&1 &
+    # redis-server rewrites its command line to "redis-server 127.0.0.1:PORT".
+    echo "$! 127.0.0.1:$redis_port" >"$STATE/redis.pid"
+    wait_port "$redis_port" 10 || die "redis-server did not start; see $STATE/redis.log"
+    echo "redis://127.0.0.1:$redis_port/0" >"$STATE/redis-url"
+
+    : >"$STATE/instances"
+    local i port
+    for i in $(seq 1 "$n"); do
+        port="$(start_instance "i$i" 0)"
+        echo "i$i $port" >>"$STATE/instances"
+    done
+
+    free_port >"$STATE/nginx-port"
+    render_nginx
+    "$(nginx_bin)" -e "$STATE/nginx-error.log" -c "$STATE/nginx.conf" -p "$STATE" </dev/null >>"$STATE/nginx-error.log" 2>&1 &
+    echo "$! $STATE/nginx.conf" >"$STATE/nginx.pidfile"
+    wait_port "$(cat "$STATE/nginx-port")" 10 || die "nginx did not start; see $STATE/nginx-error.log"
+    FLEET_STARTED=1
+    status_json
+}
+
+cmd_down() {
+    [ -d "$STATE" ] || { say "no fleet in $STATE"; return 0; }
+    # The front first, so that nothing new reaches instances that are stopping.
+    stop_pidfile "$STATE/nginx.pidfile"
+    local f
+    for f in "$STATE"/i*.pid; do
+        [ -e "$f" ] && stop_pidfile "$f"
+    done
+    stop_pidfile "$STATE/redis.pid"
+    rm -rf "$STATE"
+    say "stopped"
+}
+
+cmd_status() {
+    [ -f "$STATE/instances" ] || die "no fleet is up (state in $STATE)"
+    status_json
+}
+
+cmd_restart() {
+    local id="${1:-}" port
+    [ -f "$STATE/instances" ] || die "no fleet is up"
+    port="$(awk -v id="$id" '$1 == id { print $2 }' "$STATE/instances")"
+    [ -n "$port" ] || die "no instance $id"
+    # 1. Out of nginx: new requests go to the others; nginx's old workers finish theirs.
+    render_nginx "$id"
+    reload_nginx
+    # 2. Drain: the instance stops accepting and finishes what is in flight.
+    stop_pidfile "$STATE/$id.pid"
+    # 3. Again on the same port, and back into nginx.
+    start_instance "$id" "$port" >/dev/null
+    render_nginx
+    reload_nginx
+    status_json
+}
+
+cmd_reload_keys() {
+    [ -f "$STATE/instances" ] || die "no fleet is up"
+    local id port pid
+    while read -r id port; do
+        pid="$(live_pid "$STATE/$id.pid")" && kill -HUP "$pid"
+    done <"$STATE/instances"
+}
+
+cmd_lint() {
+    say "checking deploy/ (yamllint, Kubernetes schemas, nginx -t, haproxy -c)"
+    local missing=()
+    command -v yamllint >/dev/null 2>&1 || missing+=(yamllint)
+    python3 -c 'import jsonschema, yaml' 2>/dev/null || missing+=(python3-jsonschema python3-yaml)
+    command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+    if [ "${#missing[@]}" != 0 ]; then
+        if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+            apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
+                || { say "cannot install ${missing[*]}; skipping the deploy/ checks"; return 3; }
+        else
+            say "needs ${missing[*]} (apt-get install ${missing[*]}); skipping the deploy/ checks"
+            return 3
+        fi
+    fi
+    yamllint -s -c "$ROOT/deploy/yamllint.yaml" "$ROOT/deploy/kubernetes"
+    python3 "$ROOT/deploy/check.py" "$ROOT/deploy"
+}
+
+cmd_test() {
+    local rc=0
+    ensure_packages || rc=$?
+    if [ "$rc" = 3 ]; then
+        echo "fleet tests: skipped (nginx and redis-server cannot be installed here)"
+        return 0
+    fi
+    [ "$rc" = 0 ] || return "$rc"
+    rc=0
+    cmd_lint || rc=$?
+    [ "$rc" = 0 ] || [ "$rc" = 3 ] || return "$rc"
+    cd "$ROOT"
+    export ARCTERN_REQUIRE_REDIS=1
+    cargo test -p arctern-redis --test change_bus
+    cargo test -p arctern-cli --test fleet -- --ignored --test-threads 1
+}
+
+case "${1:-}" in
+    up) shift; cmd_up "$@" ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    restart) shift; cmd_restart "$@" ;;
+    reload-keys) cmd_reload_keys ;;
+    lint) cmd_lint ;;
+    test) cmd_test ;;
+    -h|--help|help) usage ;;
+    *) usage >&2; exit 2 ;;
+esac
