@@ -234,7 +234,7 @@ def check_nginx(template):
         os.makedirs(os.path.join(state, "nginx-tmp"))
         text = open(template).read()
         servers = "        server 127.0.0.1:9101 max_fails=1 fail_timeout=2s;\n        server 127.0.0.1:9102 max_fails=1 fail_timeout=2s;"
-        upstreams = "    upstream arctern_i1 {\n        server 127.0.0.1:9101;\n        server 127.0.0.1:9102 backup;\n        keepalive 16;\n    }"
+        upstreams = "    upstream arctern_i1 {\n        server 127.0.0.1:9101;\n        server 127.0.0.1:9102 backup;\n    }"
         for k, v in {
             "@STATE@": state,
             "@WORKERS@": "1",

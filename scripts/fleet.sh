@@ -150,7 +150,9 @@ render_nginx() { # [DOWN]
         # found) at once, and the client opens a new session.
         local backup="${ports[$(((i + 1) % ${#ports[@]}))]}"
         [ "$backup" != "$port" ] && upstreams+="        server 127.0.0.1:$backup backup;"$'\n'
-        upstreams+="        keepalive 16;"$'\n'"    }"$'\n'
+        # No keepalive here: a connection cached to an instance that died would turn the
+        # first request of its sessions into a 502 instead of the backup's 404.
+        upstreams+="    }"$'\n'
         map+="        ~^$id\\.  arctern_$id;"$'\n'
     done
     local text
