@@ -4,7 +4,6 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use arctern_types::jsonrpc::JsonRpcMessage;
@@ -12,64 +11,83 @@ use bytes::Bytes;
 use futures::Stream;
 use http::StatusCode;
 use http_body::Body as _;
-use hyper::body::Incoming;
+use http_body_util::combinators::UnsyncBoxBody;
 use serde_json::value::RawValue;
-use tokio_util::sync::WaitForCancellationFutureOwned;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::{Error, ErrorKind, Result};
 
-use super::pool::Conn;
-use super::{Inner, status_error, transport_error};
+use super::pool::PoolBody;
+use super::{BoxError, Inner, status_error, transport_error};
 
 /// How a pending JSON value may grow before it is only re-parsed when the buffer doubles
 /// (keeps incremental parsing of a large body linear-ish).
 const INCREMENTAL_WINDOW: usize = 64 * 1024;
 
-/// A response body that returns its connection to the pool when read to the end, and
-/// closes it when dropped early.
+/// A response body, from the built-in pool or from a user's service, that ends with an error
+/// when the transport closes.
 pub(super) struct Body {
-    incoming: Incoming,
-    pub(super) conn: Option<Conn>,
-    inner: Arc<Inner>,
+    raw: Option<RawBody>,
     closed: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
+/// The bytes of a response: the pool's own body (no boxing on the default path), or the body
+/// of another service.
+pub(super) enum RawBody {
+    Pool(PoolBody),
+    Boxed(UnsyncBoxBody<Bytes, BoxError>),
+}
+
 impl Body {
-    pub(super) fn new(incoming: Incoming, conn: Conn, inner: Arc<Inner>) -> Self {
-        let closed = Box::pin(inner.closed.clone().cancelled_owned());
+    pub(super) fn new(raw: RawBody, inner: &Inner) -> Self {
+        Self::with_token(raw, &inner.closed)
+    }
+
+    /// A body that fails once `closed` is cancelled.
+    pub(super) fn with_token(raw: RawBody, closed: &CancellationToken) -> Self {
+        let closed = Box::pin(closed.clone().cancelled_owned());
         Body {
-            incoming,
-            conn: Some(conn),
-            inner,
+            raw: Some(raw),
             closed,
         }
     }
 
+    /// Drops the rest of the body (closing its connection).
+    pub(super) fn abort(&mut self) {
+        self.raw = None;
+    }
+
     pub(super) fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes>>> {
         if self.closed.as_mut().poll(cx).is_ready() {
-            self.conn = None;
+            self.raw = None;
             return Poll::Ready(Some(Err(Error::new(
                 ErrorKind::Closed,
                 "the transport is closed",
             ))));
         }
         loop {
-            match ready!(Pin::new(&mut self.incoming).poll_frame(cx)) {
+            let frame = match self.raw.as_mut() {
+                None => return Poll::Ready(None),
+                Some(RawBody::Pool(body)) => {
+                    ready!(Pin::new(body).poll_frame(cx)).map(|r| r.map_err(BoxError::from))
+                }
+                Some(RawBody::Boxed(body)) => ready!(Pin::new(body).poll_frame(cx)),
+            };
+            match frame {
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
                         return Poll::Ready(Some(Ok(data)));
                     }
                 }
                 Some(Err(e)) => {
-                    self.conn = None;
+                    self.raw = None;
                     return Poll::Ready(Some(Err(
                         transport_error("the HTTP response broke off").with_source(e)
                     )));
                 }
                 None => {
-                    if let Some(conn) = self.conn.take() {
-                        self.inner.checkin(conn);
-                    }
+                    // Dropping a finished pool body leaves its connection in the pool.
+                    self.raw = None;
                     return Poll::Ready(None);
                 }
             }
@@ -184,7 +202,7 @@ impl Stream for JsonStream {
                 Some(Ok(chunk)) => {
                     if this.buf.len() - this.pos + chunk.len() > this.max {
                         this.ended = true;
-                        this.body.conn = None;
+                        this.body.abort();
                         this.ready.push_back(Err(transport_error(format!(
                             "a message from the server exceeds {} bytes",
                             this.max

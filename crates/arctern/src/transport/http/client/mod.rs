@@ -1,8 +1,14 @@
-//! The client side of Streamable HTTP: one `POST` per message over pooled keep-alive
-//! connections.
+//! The client side of Streamable HTTP: one `POST` per message, over arctern's own pooled
+//! HTTP/1.1 client ([`Pool`], HTTPS with the `tls` feature) or over any tower
+//! [`Service`](tower_service::Service) of HTTP requests.
 //!
-//! - Connections are HTTP/1.1, `TCP_NODELAY`, kept alive and reused; a connection goes back
-//!   to the pool only once its response body has been read to the end.
+//! - The byte pipe is pluggable ([`HttpTransportBuilder::service`]); SSE parsing, session
+//!   ids, `Last-Event-ID` resumption and authorization stay in the transport.
+//! - HTTPS (feature `tls`, on by default): rustls on the ring provider; the roots are the
+//!   operating system's trust store, the webpki roots, the PEM file named by `SSL_CERT_FILE`
+//!   and any given to [`HttpTransportBuilder::add_root_certificates_pem`] or
+//!   [`add_root_certificates_file`](HttpTransportBuilder::add_root_certificates_file). A
+//!   certificate that does not verify fails with [`ErrorKind::Tls`].
 //! - A response is a single JSON body (a concatenation of JSON values is read as several
 //!   messages, which also covers newline-delimited JSON streams) or an SSE stream (comments,
 //!   `event:`, `id:` and `retry:` lines are ignored; multi-line `data:` is joined).
@@ -15,14 +21,18 @@
 //!   stream; [`Transport::close`] ends the session with `DELETE`. An SSE stream that ends
 //!   before the final response after the server gave its events ids is resumed with `GET`
 //!   and `Last-Event-ID`, after the server's `retry` delay (SEP-1699 polling).
+//! - An [`Authorizer`] (OAuth 2.1: `arctern::auth::client`) adds credentials to every
+//!   request — `POST`, the `GET` stream, its resumptions, `DELETE` — and answers `401` and
+//!   `403` challenges, after which the request is sent again.
 //! - A response with an error status and no JSON-RPC message fails with an error whose
 //!   [`source`](std::error::Error::source) is an [`HttpStatusError`].
-//! - `http://` only: TLS is not built in (put a TLS-terminating proxy in front, or implement
-//!   [`Transport`] over your own HTTP stack).
 
 mod body;
 mod pool;
+mod service;
 mod sse;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -32,29 +42,33 @@ use bytes::Bytes;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, HOST};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
-use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{MessageStream, OutgoingMessage, Transport};
 use crate::{Error, ErrorKind, Result};
 
-use body::{Body, JsonStream};
-use pool::Idle;
+use body::{Body, JsonStream, RawBody};
+use service::Pipe;
 use sse::{Resume, SseStream};
+
+pub use pool::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IDLE, Pool,
+    PoolBody, PoolBuilder,
+};
+pub use service::{Authorizer, Challenge, Fetched, Fetcher};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// The default bound on one message (and on one response body that is not a stream).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
-/// The default limit on opening a TCP connection.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long an idle connection stays in the pool by default.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How many idle connections the pool keeps by default.
-pub const DEFAULT_MAX_IDLE: usize = 64;
-/// How many connections (busy or idle) the transport opens at most by default; further
-/// requests wait for one to come free.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
+
+/// How many times one request is sent again after its [`Authorizer`] answered a challenge.
+pub const MAX_CHALLENGES: u32 = 6;
+
+/// The wait for the `DELETE` that ends a legacy session.
+const END_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
@@ -87,6 +101,10 @@ fn status_error(status: StatusCode, message: String) -> Error {
     transport_error(message).with_source(HttpStatusError { status })
 }
 
+fn transport_error(message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
+    Error::new(ErrorKind::Transport, message)
+}
+
 /// A Streamable HTTP client transport for one MCP endpoint URL.
 ///
 /// ```no_run
@@ -94,8 +112,8 @@ fn status_error(status: StatusCode, message: String) -> Error {
 /// use arctern::client::Client;
 /// use arctern::transport::http::client::HttpTransport;
 ///
-/// let transport = HttpTransport::builder("http://127.0.0.1:8000/mcp")
-///     .header("authorization", "Bearer secret")?
+/// let transport = HttpTransport::builder("https://mcp.example.com/mcp")
+///     .header("x-team", "blue")?
 ///     .build()?;
 /// let client = Client::builder().connect_with(transport).await?;
 /// # let _ = client; Ok(()) }
@@ -114,20 +132,30 @@ impl fmt::Debug for HttpTransport {
 }
 
 /// Settings of an [`HttpTransport`].
-#[derive(Debug)]
 #[must_use = "a builder does nothing until built"]
 pub struct HttpTransportBuilder {
     url: String,
     headers: HeaderMap,
     max_message_size: usize,
-    connect_timeout: Duration,
-    idle_timeout: Duration,
-    max_idle: usize,
-    max_connections: usize,
+    pool: PoolBuilder,
+    service: Option<Pipe>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+impl fmt::Debug for HttpTransportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransportBuilder")
+            .field("url", &self.url)
+            .field("max_message_size", &self.max_message_size)
+            .field("pool", &self.pool)
+            .field("custom_service", &self.service.is_some())
+            .field("authorizer", &self.authorizer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpTransportBuilder {
-    /// Adds a header sent with every request (for example `Authorization`).
+    /// Adds a header sent with every request.
     pub fn header(mut self, name: &str, value: &str) -> Result<Self> {
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|e| Error::new(ErrorKind::Config, "invalid header name").with_source(e))?;
@@ -143,28 +171,78 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// The limit on opening a connection.
+    /// The limit on opening a connection, TLS handshake included (built-in pool only).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.pool = self.pool.connect_timeout(timeout);
         self
     }
 
-    /// How long an idle connection is kept for reuse.
+    /// How long an idle connection is kept for reuse (built-in pool only).
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
+        self.pool = self.pool.idle_timeout(timeout);
         self
     }
 
-    /// How many idle connections are kept for reuse.
+    /// How many idle connections are kept for reuse (built-in pool only).
     pub fn max_idle(mut self, connections: usize) -> Self {
-        self.max_idle = connections;
+        self.pool = self.pool.max_idle(connections);
         self
     }
 
     /// How many connections may be open at once (busy or idle); requests beyond that wait
-    /// for a connection to come free. Long-lived subscriptions hold theirs.
+    /// for a connection to come free. Long-lived subscriptions hold theirs (built-in pool
+    /// only).
     pub fn max_connections(mut self, connections: usize) -> Self {
-        self.max_connections = connections.max(1);
+        self.pool = self.pool.max_connections(connections);
+        self
+    }
+
+    /// Trusts the certificates in `pem` as roots, on top of the system's and the webpki
+    /// roots (built-in pool only).
+    #[cfg(feature = "tls")]
+    pub fn add_root_certificates_pem(mut self, pem: &[u8]) -> Result<Self> {
+        self.pool = self.pool.add_root_certificates_pem(pem)?;
+        Ok(self)
+    }
+
+    /// Trusts the certificates of the PEM file at `path` as roots (built-in pool only).
+    #[cfg(feature = "tls")]
+    pub fn add_root_certificates_file(self, path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let pool = self.pool.clone().add_root_certificates_file(path)?;
+        Ok(HttpTransportBuilder { pool, ..self })
+    }
+
+    /// The settings of the built-in pool, all at once (replaces those set before).
+    pub fn pool(mut self, pool: PoolBuilder) -> Self {
+        self.pool = pool;
+        self
+    }
+
+    /// Sends every request through `service` instead of the built-in [`Pool`]: another HTTP
+    /// stack, a proxy, or the pool wrapped in tower layers. Requests carry absolute URIs and
+    /// a `Host` header; responses must not be redirects followed on the transport's behalf
+    /// (a redirect is answered as an error status). The pool settings of this builder are
+    /// then unused.
+    pub fn service<S, B>(mut self, service: S) -> Self
+    where
+        S: tower_service::Service<Request<Full<Bytes>>, Response = Response<B>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<BoxError>,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        self.service = Some(Pipe::service(service));
+        self
+    }
+
+    /// Adds credentials to every request and answers the server's challenges (OAuth 2.1:
+    /// `arctern::auth::client::OAuth`).
+    pub fn authorizer(mut self, authorizer: impl Authorizer) -> Self {
+        self.authorizer = Some(Arc::new(authorizer));
         self
     }
 
@@ -174,56 +252,45 @@ impl HttpTransportBuilder {
             Error::new(ErrorKind::Config, "invalid MCP endpoint URL").with_source(e)
         })?;
         match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    "https is not supported by the built-in HTTP transport; use a TLS proxy or \
-                     a custom Transport",
-                ));
-            }
+            Some("http" | "https") => {}
             _ => {
                 return Err(Error::new(
                     ErrorKind::Config,
-                    "the MCP endpoint URL must start with http://",
+                    "the MCP endpoint URL must start with http:// or https://",
                 ));
             }
+        }
+        #[cfg(not(feature = "tls"))]
+        if uri.scheme_str() == Some("https") && self.service.is_none() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "https needs arctern's `tls` feature, or another HTTP service",
+            ));
         }
         let authority = uri
             .authority()
             .ok_or_else(|| Error::new(ErrorKind::Config, "the MCP endpoint URL has no host"))?
             .clone();
-        let host = authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
-        let port = authority.port_u16().unwrap_or(80);
-        let path: Uri = uri
-            .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/")
-            .parse()
-            .map_err(|e| {
-                Error::new(ErrorKind::Config, "invalid MCP endpoint path").with_source(e)
-            })?;
+        if uri.path_and_query().is_none() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "the MCP endpoint URL has no path",
+            ));
+        }
         let host_header = HeaderValue::from_str(authority.as_str())
             .map_err(|e| Error::new(ErrorKind::Config, "invalid host").with_source(e))?;
+        let pipe = self
+            .service
+            .unwrap_or_else(|| Pipe::Pool(self.pool.build()));
         Ok(HttpTransport {
             inner: Arc::new(Inner {
                 url: self.url,
-                host,
-                port,
+                uri,
                 host_header,
-                path,
                 headers: self.headers,
                 max_message_size: self.max_message_size,
-                connect_timeout: self.connect_timeout,
-                idle_timeout: self.idle_timeout,
-                max_idle: self.max_idle,
-                pool: Mutex::new(Vec::new()),
-                permits: Arc::new(Semaphore::new(self.max_connections)),
-                returned: Notify::new(),
+                pipe,
+                authorizer: self.authorizer,
                 closed: CancellationToken::new(),
                 session: Mutex::new(None),
                 version: Mutex::new(None),
@@ -244,39 +311,37 @@ impl HttpTransport {
             url: url.to_owned(),
             headers: HeaderMap::new(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            max_idle: DEFAULT_MAX_IDLE,
-            max_connections: DEFAULT_MAX_CONNECTIONS,
+            pool: PoolBuilder::default(),
+            service: None,
+            authorizer: None,
         }
+    }
+
+    /// The endpoint URL.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// The transport's HTTP service, for requests beside MCP's own (no authorizer on them).
+    pub fn fetcher(&self) -> Fetcher {
+        Fetcher::new(self.inner.pipe.clone(), self.inner.closed.clone())
     }
 }
 
 struct Inner {
     url: String,
-    host: String,
-    port: u16,
+    /// The endpoint, absolute.
+    uri: Uri,
     host_header: HeaderValue,
-    path: Uri,
     headers: HeaderMap,
     max_message_size: usize,
-    connect_timeout: Duration,
-    idle_timeout: Duration,
-    max_idle: usize,
-    pool: Mutex<Vec<Idle>>,
-    /// One per open connection.
-    permits: Arc<Semaphore>,
-    /// Signalled when a connection goes back to the pool.
-    returned: Notify,
+    pipe: Pipe,
+    authorizer: Option<Arc<dyn Authorizer>>,
     closed: CancellationToken,
     /// The legacy session id, from the answer to `initialize`.
     session: Mutex<Option<HeaderValue>>,
     /// The last `MCP-Protocol-Version` sent (for the session's `GET` and `DELETE`).
     version: Mutex<Option<HeaderValue>>,
-}
-
-fn transport_error(message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
-    Error::new(ErrorKind::Transport, message)
 }
 
 impl Inner {
@@ -300,7 +365,7 @@ impl Inner {
     ) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(body.cloned().unwrap_or_default()));
         *request.method_mut() = method;
-        *request.uri_mut() = self.path.clone();
+        *request.uri_mut() = self.uri.clone();
         let headers = request.headers_mut();
         headers.reserve(7 + extra.len() + self.headers.len());
         headers.insert(HOST, self.host_header.clone());
@@ -325,6 +390,52 @@ impl Inner {
         }
         request
     }
+
+    /// Sends a message.
+    async fn dispatch(&self, message: &OutgoingMessage) -> Result<Response<RawBody>> {
+        if let Some(version) = message.headers.get(MCP_PROTOCOL_VERSION) {
+            *self.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.clone());
+        }
+        self.exchange(|| self.request(message)).await
+    }
+
+    /// Sends what `make` builds, with credentials when there is an authorizer, and again
+    /// (rebuilt) after the authorizer answered a challenge.
+    async fn exchange(&self, make: impl Fn() -> Request<Full<Bytes>>) -> Result<Response<RawBody>> {
+        if self.closed.is_cancelled() {
+            return Err(Error::new(ErrorKind::Closed, "the transport is closed"));
+        }
+        let Some(authorizer) = &self.authorizer else {
+            return self.pipe.send(make()).await;
+        };
+        let fetcher = Fetcher::new(self.pipe.clone(), self.closed.clone());
+        let mut attempt = 0;
+        loop {
+            let mut request = make();
+            authorizer.authorize(&fetcher, &mut request).await?;
+            let method = request.method().clone();
+            let response = self.pipe.send(request).await?;
+            let status = response.status();
+            if attempt < MAX_CHALLENGES
+                && (status == StatusCode::UNAUTHORIZED
+                    || status == StatusCode::FORBIDDEN
+                    || status == StatusCode::BAD_REQUEST)
+            {
+                attempt += 1;
+                let challenge = Challenge {
+                    method: &method,
+                    uri: &self.uri,
+                    status,
+                    headers: response.headers(),
+                    attempt,
+                };
+                if authorizer.challenge(&fetcher, challenge).await? {
+                    continue;
+                }
+            }
+            return Ok(response);
+        }
+    }
 }
 
 impl Inner {
@@ -341,11 +452,11 @@ impl Inner {
         {
             headers.insert(MCP_PROTOCOL_VERSION, version);
         }
-        let (response, conn) = self
+        let response = self
             .exchange(|| self.build(Method::GET, &headers, None))
             .await?;
-        let (parts, incoming) = response.into_parts();
-        let body = Body::new(incoming, conn, self.clone());
+        let (parts, raw) = response.into_parts();
+        let body = Body::new(raw, self);
         if parts.status.is_success() && is_event_stream(&parts.headers) {
             return Ok(Some(body));
         }
@@ -379,12 +490,12 @@ impl Inner {
             headers.insert(MCP_PROTOCOL_VERSION, version);
         }
         let ended = tokio::time::timeout(
-            self.connect_timeout,
+            END_SESSION_TIMEOUT,
             self.exchange(|| self.build(Method::DELETE, &headers, None)),
         )
         .await;
         match ended {
-            Ok(Ok((response, _conn))) => {
+            Ok(Ok(response)) => {
                 tracing::debug!(status = %response.status(), "ended the session");
             }
             Ok(Err(e)) => tracing::debug!(error = %e, "could not end the session"),
@@ -418,8 +529,8 @@ impl Transport for HttpTransport {
         let inner = self.inner.clone();
         async move {
             let had_session = inner.session().is_some();
-            let (response, conn) = inner.dispatch(&request).await?;
-            let (parts, incoming) = response.into_parts();
+            let response = inner.dispatch(&request).await?;
+            let (parts, raw) = response.into_parts();
             if request.method == "initialize"
                 && parts.status.is_success()
                 && let Some(session) = parts.headers.get(MCP_SESSION_ID)
@@ -451,7 +562,7 @@ impl Transport for HttpTransport {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
                 .to_ascii_lowercase();
-            let body = Body::new(incoming, conn, inner.clone());
+            let body = Body::new(raw, &inner);
             let max = inner.max_message_size;
             let stream: MessageStream =
                 if parts.status.is_success() && content_type.starts_with("text/event-stream") {
@@ -472,9 +583,9 @@ impl Transport for HttpTransport {
     fn notify(&self, notification: OutgoingMessage) -> BoxFuture<'static, Result<()>> {
         let inner = self.inner.clone();
         async move {
-            let (response, conn) = inner.dispatch(&notification).await?;
+            let response = inner.dispatch(&notification).await?;
             let status = response.status();
-            let mut body = Body::new(response.into_body(), conn, inner.clone());
+            let mut body = Body::new(response.into_body(), &inner);
             // Drain (bounded) so the connection can be reused.
             let mut seen = 0usize;
             while let Some(chunk) = std::future::poll_fn(|cx| body.poll_chunk(cx)).await {
@@ -520,7 +631,9 @@ impl Transport for HttpTransport {
                 inner.end_session().await;
             }
             inner.closed.cancel();
-            inner.pool.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            if let Pipe::Pool(pool) = &inner.pipe {
+                pool.close();
+            }
             Ok(())
         }
         .boxed()

@@ -157,7 +157,7 @@ impl Stream for SseStream {
                     let mut events = Vec::new();
                     if let Err(e) = this.parser.feed(&chunk, &mut events) {
                         this.done = true;
-                        this.body.conn = None;
+                        this.body.abort();
                         this.ready.push_back(Err(e));
                     }
                     // Events without data (priming events, keep-alives) carry no message.
