@@ -6,6 +6,8 @@ pub use error::{Error, ErrorKind, Result};
 
 mod error;
 
+#[cfg(feature = "auth")]
+pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(all(feature = "server", feature = "client"))]

@@ -152,6 +152,9 @@ pub(crate) fn classify_probe_failure(error: &Error) -> ProbeFailure {
     match error.protocol_error() {
         Some(obj) if obj.code.is_modern_envelope_error() => ProbeFailure::Modern,
         Some(_) => ProbeFailure::NotModern,
+        // Authorization and TLS failures say nothing about the era; retrying would repeat
+        // them (and, for authorization, ask the person or the server a second time).
+        None if error.is_auth() || error.is_tls() => ProbeFailure::Unreachable,
         None if error.is_timeout() || error.kind() == crate::ErrorKind::Codec => {
             ProbeFailure::NotModern
         }

@@ -414,17 +414,17 @@ impl Inner {
             let mut request = make();
             authorizer.authorize(&fetcher, &mut request).await?;
             let method = request.method().clone();
+            let sent = request.headers().clone();
             let response = self.pipe.send(request).await?;
             let status = response.status();
             if attempt < MAX_CHALLENGES
-                && (status == StatusCode::UNAUTHORIZED
-                    || status == StatusCode::FORBIDDEN
-                    || status == StatusCode::BAD_REQUEST)
+                && (status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN)
             {
                 attempt += 1;
                 let challenge = Challenge {
                     method: &method,
                     uri: &self.uri,
+                    request_headers: &sent,
                     status,
                     headers: response.headers(),
                     attempt,

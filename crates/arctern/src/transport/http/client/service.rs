@@ -172,7 +172,7 @@ fn strip_query(uri: &Uri) -> String {
     }
 }
 
-/// A challenge from the server: a request was answered `401`, `403` or `400`.
+/// A challenge from the server: a request was answered `401` or `403`.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Challenge<'a> {
@@ -180,6 +180,9 @@ pub struct Challenge<'a> {
     pub method: &'a Method,
     /// The MCP endpoint.
     pub uri: &'a Uri,
+    /// The headers the request was sent with (its `Authorization`, to tell whether the
+    /// credentials changed since).
+    pub request_headers: &'a HeaderMap,
     /// The status of the answer.
     pub status: StatusCode,
     /// The headers of the answer (`WWW-Authenticate`, `DPoP-Nonce`).
