@@ -113,6 +113,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(all(feature = "auth", feature = "http"))]
+mod auth_server;
 mod record;
 mod replay;
 mod script;
@@ -131,6 +133,11 @@ use arctern_types::tools::CallToolResult;
 use serde::Serialize;
 use serde_json::Value;
 
+#[cfg(all(feature = "auth", feature = "http"))]
+pub use auth_server::{
+    INTROSPECTION_CLIENT_ID, INTROSPECTION_CLIENT_SECRET, TestAuthServer, TestAuthServerBuilder,
+    TokenRequest,
+};
 pub use record::Round;
 pub use replay::{Replay, assert_invalid_state, is_invalid_state};
 pub use script::UnscriptedQuestion;
