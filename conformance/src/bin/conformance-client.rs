@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use arctern::auth::client::{EnterpriseManaged, Grant, Headless, OAuth, PreRegistered};
+use arctern::auth::jose::SigningKey;
 use arctern::client::{Client, Continuation, Era, HttpTransport, InputOrigin, Outcome};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::roots::Root;
@@ -145,10 +146,15 @@ fn oauth(scenario: &str, context: &Value) -> Result<OAuth, Failure> {
         if let Some(secret) = context.get("client_secret").and_then(Value::as_str) {
             client = client.secret(secret);
         }
+        if let Some(pem) = context.get("private_key_pem").and_then(Value::as_str) {
+            client = client.private_key(SigningKey::from_pkcs8_pem(pem)?);
+        }
         builder = builder.pre_registered(client);
     }
     builder = match scenario {
-        "auth/client-credentials-basic" => builder.grant(Grant::ClientCredentials),
+        "auth/client-credentials-basic" | "auth/client-credentials-jwt" => {
+            builder.grant(Grant::ClientCredentials)
+        }
         "auth/wif-jwt-bearer" => builder.grant(Grant::JwtBearer {
             assertion: context_str(context, "valid_jwt")?.to_owned(),
         }),

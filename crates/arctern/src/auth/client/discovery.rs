@@ -45,8 +45,6 @@ pub(crate) struct ServerMetadata {
     pub(crate) client_id_metadata_document_supported: Option<bool>,
     #[serde(default)]
     pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
-    #[serde(default)]
-    pub(crate) grant_types_supported: Option<Vec<String>>,
 }
 
 /// The origin (`scheme://authority`) and path of an absolute URL.

@@ -74,6 +74,7 @@ use http_body_util::Full;
 pub use step::{AuthorizationResponse, AuthorizationStep, Headless, LoopbackRedirect};
 pub use store::{CredentialStore, Credentials, FileStore, MAX_STORE_FILE_SIZE, MemoryStore};
 
+use super::jose::{Algorithm, DpopProof, SigningKey, client_assertion};
 use challenge::Challenge as Params;
 use discovery::ServerMetadata;
 use token::{ClientAuth, TokenError, Tokens};
@@ -91,6 +92,9 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long before its expiry a token is refreshed by default.
 pub const DEFAULT_EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 
+/// How long a `private_key_jwt` client assertion is valid.
+const ASSERTION_LIFETIME: Duration = Duration::from_secs(60);
+
 /// The grant types of RFC 7523 and RFC 8693.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -107,10 +111,11 @@ pub(crate) fn auth_error(message: impl Into<std::borrow::Cow<'static, str>>) -> 
 }
 
 /// A client identity registered with an authorization server out of band.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct PreRegistered {
     client_id: String,
     client_secret: Option<String>,
+    private_key: Option<SigningKey>,
     auth_method: Option<String>,
     issuer: Option<String>,
 }
@@ -135,9 +140,18 @@ impl PreRegistered {
         PreRegistered {
             client_id: client_id.into(),
             client_secret: None,
+            private_key: None,
             auth_method: None,
             issuer: None,
         }
+    }
+
+    /// A key to authenticate with `private_key_jwt` (RFC 7523 §2.2): every token request
+    /// carries a fresh assertion signed with it, its audience the authorization server's
+    /// issuer. Load one with [`SigningKey::from_pkcs8_pem`].
+    pub fn private_key(mut self, key: SigningKey) -> Self {
+        self.private_key = Some(key);
+        self
     }
 
     /// A confidential client's secret (sent with `client_secret_basic`, or
@@ -244,6 +258,7 @@ struct Config {
     expiry_margin: Duration,
     limits: Limits,
     scope: Option<String>,
+    dpop: bool,
 }
 
 impl fmt::Debug for OAuthBuilder {
@@ -273,6 +288,7 @@ impl Default for OAuthBuilder {
                     timeout: DEFAULT_REQUEST_TIMEOUT,
                 },
                 scope: None,
+                dpop: true,
             },
         }
     }
@@ -326,6 +342,16 @@ impl OAuthBuilder {
     /// A scope to ask for when neither the challenge nor the metadata names one.
     pub fn scope(mut self, scope: impl Into<String>) -> Self {
         self.config.scope = Some(scope.into());
+        self
+    }
+
+    /// Whether DPoP (RFC 9449) is used when the authorization server supports it (it lists
+    /// `ES256` in `dpop_signing_alg_values_supported`) or the server challenges with the
+    /// `DPoP` scheme (default on). Tokens are then bound to a key made for this authorizer
+    /// (ES256, kept in memory only: a DPoP-bound token is not reused by another process),
+    /// every request carries a fresh proof with `ath`, and the servers' nonces are honoured.
+    pub fn dpop(mut self, enabled: bool) -> Self {
+        self.config.dpop = enabled;
         self
     }
 
@@ -401,6 +427,11 @@ struct State {
     /// The access token the last refresh produced: if it is refused, refreshing again is
     /// pointless.
     refreshed: Option<String>,
+    /// The DPoP proof key, once DPoP is in use.
+    dpop_key: Option<SigningKey>,
+    /// The last nonces the authorization server and the resource server asked for.
+    as_nonce: Option<String>,
+    rs_nonce: Option<String>,
 }
 
 /// Which authorization a challenge calls for.
@@ -452,7 +483,7 @@ impl OAuth {
         state.requested_scope = state.credentials.as_ref().and_then(|c| {
             c.scope
                 .as_deref()
-                .map(|s| without_offline_access(s))
+                .map(without_offline_access)
                 .filter(|s| !s.is_empty())
         });
         state.resource = Some(resource);
@@ -508,9 +539,38 @@ impl OAuth {
                 c.access_token = None;
             }
         }
+        let bound = state
+            .credentials
+            .as_ref()
+            .is_some_and(|c| c.token_type.as_deref() == Some("DPoP"));
+        if bound && state.dpop_key.is_none() {
+            // Bound to a key of another process: useless here.
+            if let Some(c) = state.credentials.as_mut() {
+                c.access_token = None;
+            }
+        }
         state.current = state.credentials.as_ref().and_then(Self::header);
         if let Some(value) = &state.current {
             request.headers_mut().insert(AUTHORIZATION, value.clone());
+            if bound
+                && let (Some(key), Some(token)) = (
+                    &state.dpop_key,
+                    state
+                        .credentials
+                        .as_ref()
+                        .and_then(|c| c.access_token.as_deref()),
+                )
+            {
+                let url = request.uri().to_string();
+                let mut proof = DpopProof::new(request.method().as_str(), &url).access_token(token);
+                if let Some(nonce) = &state.rs_nonce {
+                    proof = proof.nonce(nonce);
+                }
+                let proof = proof.sign(key).map_err(jose_error)?;
+                let value = HeaderValue::from_str(&proof)
+                    .map_err(|e| auth_error("a DPoP proof is not a header value").with_source(e))?;
+                request.headers_mut().insert("dpop", value);
+            }
         }
         Ok(())
     }
@@ -535,6 +595,18 @@ impl OAuth {
         let endpoint = challenge.uri.to_string();
         let mut state = self.shared.state.lock().await;
         self.load(&mut state, &endpoint).await?;
+        if challenge.status == StatusCode::UNAUTHORIZED
+            && params.param("error") == Some("use_dpop_nonce")
+            && state.dpop_key.is_some()
+            && let Some(nonce) = challenge
+                .headers
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+        {
+            // The resource server wants its nonce in the proof: the same token, a new proof.
+            state.rs_nonce = Some(nonce.to_owned());
+            return Ok(true);
+        }
         let sent = challenge.request_headers.get(AUTHORIZATION);
         if matches!(need, Need::Token) && state.current.is_some() && state.current.as_ref() != sent
         {
@@ -611,6 +683,18 @@ impl OAuth {
             state.credentials = None;
             state.requested_scope = None;
             state.refreshed = None;
+        }
+
+        let wants_dpop = self.shared.config.dpop
+            && (params.scheme == "dpop"
+                || metadata
+                    .dpop_signing_alg_values_supported
+                    .as_ref()
+                    .is_some_and(|algs| algs.iter().any(|a| a == "ES256")));
+        if !wants_dpop {
+            state.dpop_key = None;
+        } else if state.dpop_key.is_none() {
+            state.dpop_key = Some(SigningKey::generate(Algorithm::ES256).map_err(jose_error)?);
         }
 
         let scope = match &need {
@@ -727,17 +811,10 @@ impl OAuth {
             ("resource".to_owned(), resource),
         ];
         push_scope(&mut form, credentials.scope.as_deref());
-        let auth = client_auth(&credentials, metadata)?;
-        let answer = token::post_form(
-            fetcher,
-            &endpoint,
-            form,
-            Some(&auth),
-            &[],
-            &self.shared.config.limits,
-        )
-        .await?;
-        let tokens = token::read_tokens(&answer).map_err(|e| token_error(&endpoint, e))?;
+        let tokens = self
+            .token_request(fetcher, state, &endpoint, form, &credentials, metadata)
+            .await?
+            .map_err(|e| token_error(&endpoint, e))?;
         state.refreshed = Some(tokens.access_token.clone());
         let metadata = metadata.cloned().unwrap_or_else(|| ServerMetadata {
             issuer: credentials.issuer.clone(),
@@ -862,6 +939,7 @@ impl OAuth {
             match self
                 .code_flow(
                     fetcher,
+                    state,
                     &*step,
                     &client,
                     metadata,
@@ -900,6 +978,7 @@ impl OAuth {
     async fn code_flow(
         &self,
         fetcher: &Fetcher,
+        state: &mut State,
         step: &dyn AuthorizationStep,
         client: &Credentials,
         metadata: &ServerMetadata,
@@ -1000,17 +1079,9 @@ impl OAuth {
             ("code_verifier".to_owned(), verifier),
             ("resource".to_owned(), resource.to_owned()),
         ];
-        let auth = client_auth(client, Some(metadata))?;
-        let answer = token::post_form(
-            fetcher,
-            token_endpoint,
-            form,
-            Some(&auth),
-            &[],
-            &self.shared.config.limits,
-        )
-        .await?;
-        token::read_tokens(&answer).map_err(Failed::Token)
+        self.token_request(fetcher, state, token_endpoint, form, client, Some(metadata))
+            .await?
+            .map_err(Failed::Token)
     }
 
     /// A grant without a person (client credentials, JWT bearer): one token request with the
@@ -1038,17 +1109,77 @@ impl OAuth {
             ..Credentials::default()
         };
         state.credentials = Some(client.clone());
-        let auth = client_auth(&client, Some(metadata))?;
-        let answer = token::post_form(
+        self.token_request(
             fetcher,
+            state,
             token_endpoint,
             form,
-            Some(&auth),
-            &[],
-            &self.shared.config.limits,
+            &client,
+            Some(metadata),
         )
-        .await?;
-        token::read_tokens(&answer).map_err(|e| token_error(token_endpoint, e))
+        .await?
+        .map_err(|e| token_error(token_endpoint, e))
+    }
+
+    /// One request to a token endpoint: client authentication (a fresh assertion each
+    /// time), a DPoP proof when DPoP is in use, and one more try with the server's nonce
+    /// when it asks for one.
+    async fn token_request(
+        &self,
+        fetcher: &Fetcher,
+        state: &mut State,
+        endpoint: &str,
+        form: Vec<(String, String)>,
+        client: &Credentials,
+        metadata: Option<&ServerMetadata>,
+    ) -> Result<std::result::Result<Tokens, TokenError>> {
+        let key = self
+            .shared
+            .config
+            .pre_registered
+            .as_ref()
+            .filter(|p| p.client_id == client.client_id)
+            .and_then(|p| p.private_key.as_ref());
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let auth = client_auth(client, metadata, key)?;
+            let mut extra = Vec::new();
+            if let Some(dpop) = &state.dpop_key {
+                let mut proof = DpopProof::new("POST", endpoint);
+                if let Some(nonce) = &state.as_nonce {
+                    proof = proof.nonce(nonce);
+                }
+                extra.push(("dpop", proof.sign(dpop).map_err(jose_error)?));
+            }
+            let answer = token::post_form(
+                fetcher,
+                endpoint,
+                form.clone(),
+                Some(&auth),
+                &extra,
+                &self.shared.config.limits,
+            )
+            .await?;
+            if let Some(nonce) = answer
+                .headers
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+            {
+                state.as_nonce = Some(nonce.to_owned());
+            }
+            match token::read_tokens(&answer) {
+                Err(e)
+                    if e.error == "use_dpop_nonce"
+                        && e.dpop_nonce.is_some()
+                        && state.dpop_key.is_some()
+                        && attempt == 1 =>
+                {
+                    continue;
+                }
+                other => return Ok(other),
+            }
+        }
     }
 
     /// RFC 8693 at the identity provider: the ID token for an identity assertion grant.
@@ -1125,6 +1256,10 @@ impl From<Error> for Failed {
     }
 }
 
+fn jose_error(e: super::jose::JoseError) -> Error {
+    auth_error("a JOSE operation failed").with_source(e)
+}
+
 fn token_error(endpoint: &str, e: TokenError) -> Error {
     auth_error(format!("the token endpoint {endpoint} refused the request")).with_source(e)
 }
@@ -1145,12 +1280,17 @@ fn without_offline_access(scope: &str) -> String {
 
 /// How the client authenticates at the token endpoint: the registered method, else the
 /// best the server supports for what the client has.
-fn client_auth(client: &Credentials, metadata: Option<&ServerMetadata>) -> Result<ClientAuth> {
+fn client_auth(
+    client: &Credentials,
+    metadata: Option<&ServerMetadata>,
+    key: Option<&SigningKey>,
+) -> Result<ClientAuth> {
     let supported = metadata
         .and_then(|m| m.token_endpoint_auth_methods_supported.as_deref())
         .unwrap_or(&[]);
     let method = match (&client.token_endpoint_auth_method, &client.client_secret) {
         (Some(m), _) => m.as_str(),
+        (None, _) if key.is_some() => "private_key_jwt",
         (None, Some(_)) => {
             if supported.is_empty() || supported.iter().any(|m| m == "client_secret_basic") {
                 "client_secret_basic"
@@ -1180,6 +1320,19 @@ fn client_auth(client: &Credentials, metadata: Option<&ServerMetadata>) -> Resul
             client_id: client.client_id.clone(),
             secret: secret()?,
         },
+        "private_key_jwt" => {
+            let key = key.ok_or_else(|| {
+                auth_error("private_key_jwt needs a key (PreRegistered::private_key)")
+            })?;
+            // The audience is the authorization server's issuer identifier.
+            let audience = metadata.map_or(client.issuer.as_str(), |m| m.issuer.as_str());
+            let assertion = client_assertion(key, &client.client_id, audience, ASSERTION_LIFETIME)
+                .map_err(jose_error)?;
+            ClientAuth::Assertion {
+                client_id: client.client_id.clone(),
+                assertion,
+            }
+        }
         other => {
             return Err(auth_error(format!(
                 "the token endpoint authentication method {other:?} is not supported"
@@ -1227,7 +1380,7 @@ mod tests {
             ..Credentials::default()
         };
         assert!(matches!(
-            client_auth(&public, None).unwrap(),
+            client_auth(&public, None, None).unwrap(),
             ClientAuth::None { .. }
         ));
         let confidential = Credentials {
@@ -1236,7 +1389,7 @@ mod tests {
             ..Credentials::default()
         };
         assert!(matches!(
-            client_auth(&confidential, None).unwrap(),
+            client_auth(&confidential, None, None).unwrap(),
             ClientAuth::Basic { .. }
         ));
         let post_only = ServerMetadata {
@@ -1244,13 +1397,13 @@ mod tests {
             ..ServerMetadata::default()
         };
         assert!(matches!(
-            client_auth(&confidential, Some(&post_only)).unwrap(),
+            client_auth(&confidential, Some(&post_only), None).unwrap(),
             ClientAuth::Post { .. }
         ));
         let odd = Credentials {
             token_endpoint_auth_method: Some("tls_client_auth".into()),
             ..confidential
         };
-        assert!(client_auth(&odd, None).unwrap_err().is_auth());
+        assert!(client_auth(&odd, None, None).unwrap_err().is_auth());
     }
 }
