@@ -74,7 +74,7 @@ use http_body_util::Full;
 pub use step::{AuthorizationResponse, AuthorizationStep, Headless, LoopbackRedirect};
 pub use store::{CredentialStore, Credentials, FileStore, MAX_STORE_FILE_SIZE, MemoryStore};
 
-use super::jose::{Algorithm, DpopProof, SigningKey, client_assertion};
+use super::jose::{Algorithm, DpopProof, Jwk, SigningKey, client_assertion};
 use challenge::Challenge as Params;
 use discovery::ServerMetadata;
 use token::{ClientAuth, TokenError, Tokens};
@@ -347,8 +347,8 @@ impl OAuthBuilder {
 
     /// Whether DPoP (RFC 9449) is used when the authorization server supports it (it lists
     /// `ES256` in `dpop_signing_alg_values_supported`) or the server challenges with the
-    /// `DPoP` scheme (default on). Tokens are then bound to a key made for this authorizer
-    /// (ES256, kept in memory only: a DPoP-bound token is not reused by another process),
+    /// `DPoP` scheme (default on). Tokens are then bound to a key made for them (ES256,
+    /// kept with the tokens in the credential store, so that a stored token stays usable),
     /// every request carries a fresh proof with `ath`, and the servers' nonces are honoured.
     pub fn dpop(mut self, enabled: bool) -> Self {
         self.config.dpop = enabled;
@@ -486,6 +486,17 @@ impl OAuth {
                 .map(without_offline_access)
                 .filter(|s| !s.is_empty())
         });
+        state.dpop_key = state
+            .credentials
+            .as_ref()
+            .and_then(|c| c.dpop_key.as_ref())
+            .and_then(|jwk| {
+                let key = Jwk::from_value(jwk).and_then(|jwk| SigningKey::from_jwk(&jwk));
+                if let Err(e) = &key {
+                    tracing::warn!(error = %e, "ignored a stored DPoP key that does not load");
+                }
+                key.ok()
+            });
         state.resource = Some(resource);
         state.loaded = true;
         Ok(())
@@ -782,6 +793,7 @@ impl OAuth {
         if tokens.scope.is_some() {
             credentials.scope = tokens.scope;
         }
+        credentials.dpop_key = state.dpop_key.as_ref().map(|k| k.private_jwk().to_value());
         state.current = Self::header(credentials);
         self.save(state).await
     }

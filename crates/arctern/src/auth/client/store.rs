@@ -56,6 +56,10 @@ pub struct Credentials {
     /// The scope the tokens were granted for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// The private JWK of the DPoP key the tokens are bound to (RFC 9449): a DPoP-bound
+    /// token is only usable with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<serde_json::Value>,
 }
 
 impl fmt::Debug for Credentials {
@@ -75,6 +79,7 @@ impl fmt::Debug for Credentials {
             .field("refresh_token", &secret(&self.refresh_token))
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope)
+            .field("dpop_key", &self.dpop_key.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
