@@ -72,6 +72,12 @@ use http::{HeaderValue, Request, StatusCode};
 use http_body_util::Full;
 
 pub use step::{AuthorizationResponse, AuthorizationStep, Headless, LoopbackRedirect};
+
+/// The canonical URI of an MCP server (RFC 8707), the key its credentials are kept under:
+/// scheme and host in lower case, no query, no fragment, no trailing slash.
+pub fn canonical_resource(url: &str) -> Result<String> {
+    discovery::canonical_resource(url)
+}
 pub use store::{CredentialStore, Credentials, FileStore, MAX_STORE_FILE_SIZE, MemoryStore};
 
 use super::jose::{Algorithm, DpopProof, Jwk, SigningKey, client_assertion};
