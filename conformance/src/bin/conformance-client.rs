@@ -10,6 +10,13 @@
 //! `MCP_CONFORMANCE_CONTEXT`. Every exchange goes through [`arctern::client::Client`], so the
 //! suite checks the SDK, not this file.
 //!
+//! Scenarios named `auth/…` run with an [`arctern::auth::client::OAuth`] authorizer: the
+//! authorization code flow with a headless step (the suite's authorization server
+//! redirects at once; the code is read from `Location`), the suite's Client ID Metadata
+//! Document URL, and what `MCP_CONFORMANCE_CONTEXT` gives — a pre-registered client (with a
+//! secret or a private key), and the grant of the extension scenarios (client credentials,
+//! JWT bearer, enterprise-managed).
+//!
 //! The wire decides the era: a wire before 2026-07-28 pins the client to the legacy era
 //! (`initialize`, a session, server→client requests answered by the same handlers), so that
 //! nothing of the modern wire (a `server/discover` probe) reaches a mock that validates every
