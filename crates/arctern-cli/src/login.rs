@@ -24,9 +24,6 @@ use crate::exit::{Exit, Failure};
 use crate::form::{bold, open_in_browser, url_parts};
 use crate::session::ConnectArgs;
 
-/// How long the browser step waits for the redirect, by default.
-pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
-
 /// The token cache.
 pub fn credentials_path() -> Result<PathBuf, Failure> {
     if let Some(path) = std::env::var_os("ARCTERN_CREDENTIALS").filter(|p| !p.is_empty()) {
@@ -162,7 +159,12 @@ impl AuthorizationStep for BrowserStep {
 }
 
 /// The authorizer for `server`: the token cache, and the browser step when `interactive`.
-pub async fn oauth(server: &str, interactive: bool) -> Result<(OAuth, PathBuf), Failure> {
+/// The browser step waits `login_timeout` seconds for the redirect.
+pub async fn oauth(
+    server: &str,
+    interactive: bool,
+    login_timeout: u64,
+) -> Result<(OAuth, PathBuf), Failure> {
     let path = credentials_path()?;
     let listener = LoopbackRedirect::bind(0).await.map_err(|e| {
         Failure::new(
@@ -176,7 +178,7 @@ pub async fn oauth(server: &str, interactive: bool) -> Result<(OAuth, PathBuf), 
             listener,
             server: server.to_owned(),
             interactive,
-            timeout: DEFAULT_LOGIN_TIMEOUT,
+            timeout: Duration::from_secs(login_timeout.max(1)),
         })
         .store(FileStore::new(&path))
         .build();
@@ -217,7 +219,7 @@ pub fn transport(
 /// through the browser.
 pub async fn login(url: &str, conn: &ConnectArgs) -> Result<Exit, Failure> {
     let interactive = std::io::stdin().is_terminal();
-    let (oauth, path) = oauth(url, interactive).await?;
+    let (oauth, path) = oauth(url, interactive, conn.login_timeout).await?;
     oauth
         .forget(url)
         .await

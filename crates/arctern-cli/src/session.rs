@@ -40,6 +40,9 @@ pub struct ConnectArgs {
     /// (repeatable; SSL_CERT_FILE works too).
     #[arg(long, value_name = "FILE")]
     pub cacert: Vec<std::path::PathBuf>,
+    /// How long a sign-in in the browser may take, in seconds (for servers that want OAuth).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub login_timeout: u64,
 }
 
 /// How the server's questions are answered.
@@ -230,7 +233,8 @@ impl Session {
         let where_ = endpoint.describe();
         let connected = match endpoint {
             Endpoint::Url(url) => {
-                let (oauth, _) = crate::login::oauth(url, self.interactive).await?;
+                let (oauth, _) =
+                    crate::login::oauth(url, self.interactive, conn.login_timeout).await?;
                 let transport = crate::login::transport(url, conn, Some(oauth))?;
                 builder.connect_with(transport).await
             }

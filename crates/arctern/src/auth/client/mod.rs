@@ -27,7 +27,8 @@
 //!    authorization server, and its default endpoints when it publishes no metadata either.
 //! 2. **Authorization server metadata** (RFC 8414, then OpenID Connect, in the order the
 //!    specification gives for issuers with and without a path). The document's `issuer` must
-//!    be exactly the issuer used to find it.
+//!    be exactly the issuer used to find it, and the issuer and its endpoints must be HTTPS
+//!    (plain HTTP only on this machine, unless [allowed](OAuthBuilder::allow_http)).
 //! 3. **Credentials are tied to that issuer**: when a server's metadata names another
 //!    authorization server, the client registers anew and never sends the old client id or
 //!    tokens to it.
@@ -265,6 +266,7 @@ struct Config {
     limits: Limits,
     scope: Option<String>,
     dpop: bool,
+    allow_http: bool,
 }
 
 impl fmt::Debug for OAuthBuilder {
@@ -295,6 +297,7 @@ impl Default for OAuthBuilder {
                 },
                 scope: None,
                 dpop: true,
+                allow_http: false,
             },
         }
     }
@@ -358,6 +361,13 @@ impl OAuthBuilder {
     /// every request carries a fresh proof with `ath`, and the servers' nonces are honoured.
     pub fn dpop(mut self, enabled: bool) -> Self {
         self.config.dpop = enabled;
+        self
+    }
+
+    /// Whether authorization servers may be reached over plain HTTP on other machines than
+    /// this one (default off: HTTPS, or HTTP to `localhost`, `127.0.0.1` and `::1` only).
+    pub fn allow_http(mut self, allowed: bool) -> Self {
+        self.config.allow_http = allowed;
         self
     }
 
@@ -671,6 +681,7 @@ impl OAuth {
                         "the protected resource metadata at {url} names no authorization server"
                     ))
                 })?;
+                self.check_secure(issuer)?;
                 let metadata = discovery::server_metadata(fetcher, issuer, limits)
                     .await?
                     .ok_or_else(|| {
@@ -689,6 +700,17 @@ impl OAuth {
                 (metadata, discovery::canonical_resource(endpoint)?, None)
             }
         };
+
+        for endpoint in [
+            &metadata.authorization_endpoint,
+            &metadata.token_endpoint,
+            &metadata.registration_endpoint,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            self.check_secure(endpoint)?;
+        }
 
         // Credentials of another authorization server are never used with this one.
         if state
@@ -778,6 +800,30 @@ impl OAuth {
         state.requested_scope = scope.as_deref().map(without_offline_access);
         state.refreshed = None;
         self.keep(state, &metadata, tokens).await
+    }
+
+    /// Authorization servers are reached over HTTPS only, except on this machine
+    /// (`localhost`, `127.0.0.1`, `::1`) or when plain HTTP is allowed.
+    fn check_secure(&self, url: &str) -> Result<()> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| auth_error(format!("{url:?} is not a valid URL")).with_source(e))?;
+        let host = uri
+            .host()
+            .unwrap_or("")
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let loopback = host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        match uri.scheme_str() {
+            Some("https") => Ok(()),
+            Some("http") if loopback || self.shared.config.allow_http => Ok(()),
+            _ => Err(auth_error(format!(
+                "the authorization server endpoint {url} is not HTTPS; it is not used                  (OAuthBuilder::allow_http allows it)"
+            ))),
+        }
     }
 
     /// Stores new tokens (keeping a refresh token the answer did not replace).
@@ -1380,6 +1426,24 @@ impl Authorizer for OAuth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn authorization_servers_must_be_https_unless_on_this_machine() {
+        let strict = OAuth::builder().build();
+        assert!(strict.check_secure("https://as.example.com/token").is_ok());
+        assert!(strict.check_secure("http://127.0.0.1:8080/token").is_ok());
+        assert!(strict.check_secure("http://localhost/token").is_ok());
+        assert!(strict.check_secure("http://[::1]:9/token").is_ok());
+        assert!(
+            strict
+                .check_secure("http://as.example.com/token")
+                .unwrap_err()
+                .is_auth()
+        );
+        assert!(strict.check_secure("ftp://as.example.com/").is_err());
+        let lax = OAuth::builder().allow_http(true).build();
+        assert!(lax.check_secure("http://as.example.com/token").is_ok());
+    }
 
     #[test]
     fn scope_unions_keep_order_and_drop_duplicates() {
