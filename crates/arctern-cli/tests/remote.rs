@@ -7,7 +7,8 @@ mod common;
 
 use std::sync::Arc;
 
-use arctern::server::{Args, McpServer};
+use arctern::server::McpServer;
+use arctern::server::extract::Args;
 use common::{protected_server, runtime, scratch, serve};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};

@@ -8,7 +8,7 @@ pub mod request_state {
     #![doc = include_str!("../docs/request-state.md")]
 }
 
-#[cfg(feature = "auth")]
+#[cfg(all(feature = "auth", feature = "http"))]
 pub mod authorization {
     #![doc = include_str!("../docs/authorization.md")]
 }

@@ -1,9 +1,12 @@
 #![doc = include_str!("../README.md")]
 
 pub use arctern_types as types;
+pub use arctern_types::Outcome;
 pub use arctern_types::{ErrorCode, ErrorObject};
+pub use era::Era;
 pub use error::{Error, ErrorKind, Result};
 
+mod era;
 mod error;
 
 #[cfg(feature = "auth")]
@@ -14,6 +17,7 @@ pub mod client;
 pub mod docs;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
 pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use arctern::client::{Client, HttpTransport};
-use arctern::server::{Args, McpServer};
+use arctern::server::McpServer;
+use arctern::server::extract::Args;
 use arctern::transport::http::client::{Pool, PoolBody};
 use arctern::transport::http::{HttpConfig, StreamableHttpService};
 use bytes::Bytes;

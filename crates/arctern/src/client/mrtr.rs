@@ -10,7 +10,7 @@ use arctern_types::base::Cacheable;
 use arctern_types::logging::LoggingLevel;
 use arctern_types::meta::JsonObject;
 use arctern_types::methods;
-use arctern_types::mrtr::{InputRequiredResult, InputResponse, InputResponses, MaybeInputRequired};
+use arctern_types::mrtr::{InputRequiredResult, InputResponse, InputResponses};
 use arctern_types::prompts::GetPromptResult;
 use arctern_types::resources::ReadResourceResult;
 use arctern_types::tools::CallToolResult;
@@ -28,9 +28,7 @@ use super::notify::{LogFn, Observer, ProgressFn};
 use super::wire::{self, Kind, Retry};
 use crate::{Error, ErrorKind, Result};
 
-/// The result of one round of a multi round-trip request: the complete result, or the
-/// server's `input_required` answer. (The same enum the wire model uses.)
-pub type Outcome<T> = MaybeInputRequired<T>;
+pub use crate::Outcome;
 
 /// What a retry carries: the answers to the last round's input requests (under the same
 /// keys) and the last round's `requestState`, echoed exactly.

@@ -80,7 +80,7 @@ pub const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 ///
 /// let server = McpServer::new("demo").build()?;
 /// let [path_based, root] = protected.metadata_paths();
-/// let app = axum::Router::new()
+/// let app: axum::Router = axum::Router::new()
 ///     .route_service("/mcp", protected.layer().wrap(server.http_service()))
 ///     .route_service(&path_based, protected.metadata_service())
 ///     .route_service(&root, protected.metadata_service());
