@@ -28,9 +28,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use arctern::Era;
 use arctern::auth::client::{EnterpriseManaged, Grant, Headless, OAuth, PreRegistered};
 use arctern::auth::jose::SigningKey;
-use arctern::client::{Client, Continuation, Era, HttpTransport, InputOrigin, Outcome};
+use arctern::client::{Client, Continuation, HttpTransport, InputOrigin, Outcome};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::roots::Root;
 use arctern::types::sampling::CreateMessageResult;

@@ -15,9 +15,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arctern::Era;
 use arctern::auth::client::{CredentialStore, FileStore, Headless, MemoryStore, OAuth};
 use arctern::auth::resource::{ProtectedResource, VerifiedToken};
-use arctern::client::{Client, Era, HttpTransport};
+use arctern::client::{Client, HttpTransport};
 use arctern::server::{McpServer, RequestContext};
 use arctern::testing::TestAuthServer;
 use bytes::Bytes;

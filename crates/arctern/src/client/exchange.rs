@@ -22,12 +22,12 @@ use super::Client;
 use super::error::{InputRequiredError, InputRequiredReason};
 use super::handler::InputOrigin;
 use super::headers;
-use super::legacy::{self, Era};
+use super::legacy;
 use super::negotiate::{self, Negotiated};
 use super::notify::Observer;
 use super::transport::OutgoingMessage;
 use super::wire::{self, Envelope};
-use crate::{Error, ErrorKind, Result};
+use crate::{Era, Error, ErrorKind, Result};
 
 /// One request to send.
 pub(super) struct Req<'a, P> {

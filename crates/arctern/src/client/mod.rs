@@ -30,11 +30,11 @@ use arctern_types::subscriptions::SubscriptionFilter;
 use arctern_types::version::ProtocolVersion;
 use serde_json::value::RawValue;
 
+pub use crate::Outcome;
 pub use builder::{ClientBuilder, DEFAULT_MAX_ROUNDS};
 pub use error::{InputRequiredError, InputRequiredReason, VersionError};
 pub use handler::{ClientHandler, HandlerCapabilities, Input, InputOrigin};
-pub use legacy::Era;
-pub use mrtr::{CallOptions, Continuation, Outcome};
+pub use mrtr::{CallOptions, Continuation};
 pub use notify::{LogFn, ProgressFn, ServerNotification, Subscription};
 pub use transport::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
 
@@ -55,7 +55,7 @@ use lists::ToolIndex;
 use negotiate::Negotiated;
 use notify::Observer;
 
-use crate::{Error, ErrorKind, Result};
+use crate::{Era, Error, ErrorKind, Result};
 
 /// How long the `server/discover` probe of era detection waits before it takes silence for a
 /// legacy server, unless configured.

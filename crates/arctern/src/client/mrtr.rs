@@ -26,9 +26,7 @@ use super::exchange::Req;
 use super::handler::InputOrigin;
 use super::notify::{LogFn, Observer, ProgressFn};
 use super::wire::{self, Kind, Retry};
-use crate::{Error, ErrorKind, Result};
-
-pub use crate::Outcome;
+use crate::{Error, ErrorKind, Outcome, Result};
 
 /// What a retry carries: the answers to the last round's input requests (under the same
 /// keys) and the last round's `requestState`, echoed exactly.

@@ -24,9 +24,8 @@ use http::HeaderValue;
 
 use super::Client;
 use super::error::VersionError;
-use super::legacy::Era;
 use super::wire;
-use crate::{Error, ErrorKind, Result};
+use crate::{Era, Error, ErrorKind, Result};
 
 /// What the client knows about the server it talks to.
 #[derive(Debug, Clone)]
