@@ -71,7 +71,8 @@ pub struct RunRecord {
     pub load_cpu_util: f64,
     /// The 1-minute load average when the run ended (other work on the machine shows here).
     pub loadavg_1m: f64,
-    /// `streams`: how many `publish` calls were measured; 0 for other scenarios.
+    /// `streams`: how many `publish` calls were measured; 0 for other scenarios. (For
+    /// `streams`, the CPU shares above cover the publishing window.)
     #[serde(default, skip_serializing_if = "is_zero")]
     pub publishes: u64,
     /// `streams`: the median over the publishes of the time from sending `publish` to the

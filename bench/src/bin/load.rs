@@ -955,6 +955,7 @@ async fn run_streams(args: StreamsArgs) -> Result<Option<RunRecord>, BoxError> {
 
     // The publishes, one after the other, each waiting for its update on every stream.
     let cpu0 = args.pid.and_then(process_cpu);
+    let own0 = own_cpu();
     let measured = Instant::now();
     let mut all_delivered = Vec::with_capacity(args.publishes as usize);
     'publishes: for n in 1..=args.publishes {
@@ -999,6 +1000,7 @@ async fn run_streams(args: StreamsArgs) -> Result<Option<RunRecord>, BoxError> {
     }
     let elapsed = measured.elapsed();
     let cpu1 = args.pid.and_then(process_cpu);
+    let own1 = own_cpu();
     tasks.abort_all();
     let rss_peak = sampler.map(Sampler::stop).unwrap_or(0);
     all_delivered.sort_by(f64::total_cmp);
@@ -1013,11 +1015,16 @@ async fn run_streams(args: StreamsArgs) -> Result<Option<RunRecord>, BoxError> {
     let mut record = tally.into_record(record, elapsed);
     // Throughput means nothing here; the CPU time is per delivered update.
     record.calls_per_s = 0.0;
+    let wall = elapsed.as_secs_f64();
     if let (Some(a), Some(b)) = (cpu0, cpu1)
         && record.calls > 0
     {
-        record.server_cpu_us_per_call =
-            b.saturating_sub(a).as_secs_f64() * 1e6 / record.calls as f64;
+        let server = b.saturating_sub(a).as_secs_f64();
+        record.server_cpu_us_per_call = server * 1e6 / record.calls as f64;
+        record.server_cpu_util = server / wall;
+    }
+    if let (Some(a), Some(b)) = (own0, own1) {
+        record.load_cpu_util = b.saturating_sub(a).as_secs_f64() / wall;
     }
     finish(record, args.out.as_ref())
 }

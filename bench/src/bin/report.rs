@@ -1290,7 +1290,8 @@ fn streams_table(md: &mut String, runs: &Runs) {
          resource, timed from sending the call to the update's arrival on each stream. Per \
          stream: (RSS with every stream open and idle − RSS before the first) ÷ streams. The \
          load generator reads every stream on one core, so the time to the last stream \
-         includes its own work for the streams before it; it is the same for every server.\n",
+         includes its own work for the streams before it; the CPU shares (of the publishing \
+         window, pauses between publishes included) show which side set the pace.\n",
         fmt_thr(f64::from(first.concurrency)),
         first.publishes.max(1)
     );
@@ -1305,13 +1306,14 @@ fn streams_table(md: &mut String, runs: &Runs) {
             "publish → one stream (p50 / p99)",
             "publish → every stream (median / slowest)",
             "server CPU per delivery",
+            "CPU share: server / load generator",
         ],
     );
     for r in rows {
         if !r.ok() {
             let _ = writeln!(
                 md,
-                "| {} | **FAILED** ({}) | | | | | | |",
+                "| {} | **FAILED** ({}) | | | | | | | |",
                 r.peer,
                 r.error_samples.first().map_or("errors", String::as_str)
             );
@@ -1319,7 +1321,7 @@ fn streams_table(md: &mut String, runs: &Runs) {
         }
         let _ = writeln!(
             md,
-            "| {} | {:.2} | {:.1} MiB | {:.1} MiB | {} | {} / {} | {} / {} | {:.2} µs |",
+            "| {} | {:.2} | {:.1} MiB | {:.1} MiB | {} | {} / {} | {} / {} | {:.2} µs | {:.0} % / {:.0} % |",
             r.peer,
             r.open_s,
             r.rss_idle_kib as f64 / 1024.0,
@@ -1330,6 +1332,8 @@ fn streams_table(md: &mut String, runs: &Runs) {
             fmt_us(r.all_delivered_p50_us),
             fmt_us(r.all_delivered_max_us),
             r.server_cpu_us_per_call,
+            100.0 * r.server_cpu_util,
+            100.0 * r.load_cpu_util,
         );
     }
 }
@@ -1755,7 +1759,7 @@ mod tests {
         assert!(md.contains("### Open `subscriptions/listen` streams\n\n1,000 idle streams"));
         assert!(md.contains(
             "| arctern | 0.50 | 5.9 MiB | 17.6 MiB | 12.0 KiB | 900 µs / 4.00 ms | 4.10 ms / 5.00 ms \
-             | 1.50 µs |"
+             | 1.50 µs | 0 % / 0 % |"
         ));
         // A failed run says so instead of inventing figures.
         let mut failed = streams_run("rmcp", 6000, 0);
