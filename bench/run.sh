@@ -2,11 +2,11 @@
 # The benchmark in one command: builds the servers, the load generator and the
 # micro-benchmarks in release mode, installs the Python reference SDK and the TypeScript SDK
 # (pinned, cached outside the checkout) if missing, runs every scenario against every server
-# in the same run — one
-# fresh server process per run pinned to one core, the load generator pinned to the other
-# (except the rows that put both on the server's core on purpose) — and prints a Markdown
-# table of absolute figures and ratios, also written to bench/results/latest.md and
-# bench/results/latest.json. The default run takes about 18 minutes (see bench/README.md).
+# in the same run — one fresh server process per run pinned to one core, the load generator
+# pinned to the other (except the rows that put both on the server's core on purpose) — and
+# prints a Markdown table of absolute figures and ratios, also written to
+# bench/results/latest.md and bench/results/latest.json. The default run takes about 18
+# minutes (see bench/README.md).
 #
 # Usage: bench/run.sh [--quick] [--duration S] [--warmup S] [--repeat N]
 #                     [--pairs N] [--pair-duration S] [--streams N] [--publishes N]

@@ -90,7 +90,7 @@ const publishArgs = z.object({ uri: z.string().describe('The resource that chang
 
 const text = value => ({ content: [{ type: 'text', text: value }] });
 
-/** Set once the HTTP handler exists: what `publish` announces changes through. */
+/** Set once the HTTP handler exists: what `publish` announces changes through over HTTP. */
 let notify;
 
 function build() {
@@ -112,7 +112,13 @@ function build() {
             'publish',
             { description: 'Announces that a resource changed to every listen stream subscribed to it.', inputSchema: publishArgs },
             async ({ uri }) => {
-                notify.resourceUpdated(uri);
+                if (notify !== undefined) {
+                    // HTTP: the handler's bus reaches every open listen stream.
+                    notify.resourceUpdated(uri);
+                } else {
+                    // stdio: the connection's own instance, whose listen router stamps it.
+                    await server.server.sendResourceUpdated({ uri });
+                }
                 return text('published');
             }
         );

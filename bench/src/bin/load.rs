@@ -815,20 +815,22 @@ async fn listen_stream(
     addr: SocketAddr,
     request: Vec<u8>,
     id: u64,
-    notes: tokio::sync::mpsc::UnboundedSender<StreamNote>,
+    notes: tokio::sync::mpsc::Sender<StreamNote>,
     opening: tokio::sync::OwnedSemaphorePermit,
 ) {
     use tokio::io::AsyncReadExt;
-    let fail = |m: String| {
-        let _ = notes.send(StreamNote::Failed(format!("stream {id}: {m}")));
+    let fail = async |m: String| {
+        let _ = notes
+            .send(StreamNote::Failed(format!("stream {id}: {m}")))
+            .await;
     };
     let mut socket = match TcpStream::connect(addr).await {
         Ok(s) => s,
-        Err(e) => return fail(format!("connect: {e}")),
+        Err(e) => return fail(format!("connect: {e}")).await,
     };
     let _ = socket.set_nodelay(true);
     if let Err(e) = socket.write_all(&request).await {
-        return fail(format!("write: {e}"));
+        return fail(format!("write: {e}")).await;
     }
     let mut response = arctern_bench::stream::SseResponse::new();
     let mut buf = vec![0u8; 4096];
@@ -836,31 +838,34 @@ async fn listen_stream(
     let mut updates = 0u32;
     loop {
         let n = match socket.read(&mut buf).await {
-            Ok(0) => return fail("the server closed the stream".into()),
+            Ok(0) => return fail("the server closed the stream".into()).await,
             Ok(n) => n,
-            Err(e) => return fail(format!("read: {e}")),
+            Err(e) => return fail(format!("read: {e}")).await,
         };
         let arrived = Instant::now();
         let events = match response.feed(&buf[..n]) {
             Ok(events) => events,
-            Err(e) => return fail(e.0),
+            Err(e) => return fail(e.0).await,
         };
         for data in events {
             match wire::check_listen_event(&data, id, arctern_bench::LISTEN_RESOURCE) {
                 Ok(wire::ListenEvent::Acknowledged) if opening.is_some() => {
                     opening = None;
-                    let _ = notes.send(StreamNote::Open);
+                    let _ = notes.send(StreamNote::Open).await;
                 }
                 Ok(wire::ListenEvent::Updated) if opening.is_none() => {
                     updates += 1;
-                    let _ = notes.send(StreamNote::Update(updates, arrived));
+                    let _ = notes.send(StreamNote::Update(updates, arrived)).await;
                 }
-                Ok(event) => return fail(format!("{event:?} out of order")),
-                Err(e) => return fail(e),
+                Ok(event) => return fail(format!("{event:?} out of order")).await,
+                Err(e) => return fail(e).await,
             }
         }
     }
 }
+
+/// Stream notes queued for the main loop before the stream tasks wait.
+const NOTES_BUFFER: usize = 4096;
 
 async fn run_streams(args: StreamsArgs) -> Result<Option<RunRecord>, BoxError> {
     let step = Duration::from_secs_f64(args.timeout);
@@ -898,7 +903,8 @@ async fn run_streams(args: StreamsArgs) -> Result<Option<RunRecord>, BoxError> {
     let rss_before = args.pid.and_then(vm_rss_kib).unwrap_or(0);
     let sampler = args.pid.map(Sampler::start);
 
-    let (tx, mut notes) = tokio::sync::mpsc::unbounded_channel();
+    // Bounded: a server that floods a stream makes its reader wait, not this process grow.
+    let (tx, mut notes) = tokio::sync::mpsc::channel(NOTES_BUFFER);
     let opening = Arc::new(tokio::sync::Semaphore::new(args.open_batch.max(1) as usize));
     let mut tasks = tokio::task::JoinSet::new();
     let mut tally = Tally::new();
