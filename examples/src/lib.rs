@@ -1,7 +1,13 @@
-//! Helpers shared by the examples: argument parsing, logging, and serving until Ctrl-C.
+//! Helpers shared by the examples (argument parsing, logging, serving until Ctrl-C), and the
+//! pieces of the examples that their tests use too: three middleware
+//! ([`middleware`]) and a Unix-socket transport ([`unix_socket`]).
 
 use arctern::server::{Handler, Server};
 use arctern::transport::http::HttpServer;
+
+pub mod middleware;
+#[cfg(unix)]
+pub mod unix_socket;
 
 /// The port from `--port N` (default 8000; 0 picks a free one).
 pub fn port_from_args() -> u16 {

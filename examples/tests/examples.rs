@@ -336,3 +336,67 @@ fn client_callbacks_answer_every_round() {
     assert!(sampled < p1 && p1 < p2 && p2 < result, "{out}");
     assert_eq!(result, lines.len() - 1, "{out}");
 }
+
+#[test]
+fn protected_server_challenges_then_accepts_its_token() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_protected"))
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the example starts");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut url, mut token) = (String::new(), String::new());
+    out.read_line(&mut url).unwrap();
+    out.read_line(&mut token).unwrap();
+    let ex = Example {
+        child,
+        url: url.trim().to_owned(),
+    };
+    let token = token.trim();
+    let addr = ex
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let post = |auth: Option<&str>| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "whoami", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}})
+        .to_string();
+        let mut stream = TcpStream::connect(&addr).expect("connects");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let auth = auth
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: tools/call\r\nMcp-Name: whoami\r\n{auth}Content-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).unwrap();
+        reply
+    };
+    let refused = post(None);
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains(&format!(
+            "www-authenticate: bearer resource_metadata=\"http://{addr}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp:tools\""
+        )),
+        "{refused}"
+    );
+    let accepted = post(Some(token));
+    assert!(accepted.starts_with("HTTP/1.1 200"), "{accepted}");
+    assert!(
+        accepted.contains("test-user (client test-client, scopes: mcp:tools)"),
+        "{accepted}"
+    );
+}

@@ -16,10 +16,11 @@
 //! by `python/requirements.txt`) and whose interpreter it prints; the tests find it through
 //! `ARCTERN_PYTHON` or in the script's cache folder.
 
-use arctern::server::{
-    Answer, Args, Ask, AskContext, McpHandler, McpServer, NotYet, Question, RegistrationError,
-    ResourceTemplateSpec, Roots, Sample, SamplingQuestion, Server,
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{
+    Answer, Ask, AskContext, NotYet, Question, Roots, Sample, SamplingQuestion,
 };
+use arctern::server::{McpHandler, McpServer, RegistrationError, ResourceTemplateSpec, Server};
 use arctern::types::prompts::PromptMessage;
 use arctern::types::sampling::{CreateMessageRequestParams, SamplingMessage};
 use schemars::JsonSchema;
@@ -154,12 +155,12 @@ async fn provision(
 }
 
 async fn tagline(Args(p): Args<Product>, sample: Sample<TaglineRequest>) -> String {
-    let content = serde_json::to_value(&sample.result.content).unwrap_or_default();
+    let content = serde_json::to_value(&sample.0.content).unwrap_or_default();
     let text = content
         .get("text")
         .and_then(|t| t.as_str())
         .map_or_else(|| content.to_string(), str::to_owned);
-    format!("{}: {text} ({})", p.product, sample.result.model)
+    format!("{}: {text} ({})", p.product, sample.0.model)
 }
 
 async fn show_roots(Roots(roots): Roots) -> String {

@@ -21,10 +21,10 @@
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
-use arctern::server::{
-    Answer, Args, Ask, AskContext, ChangeNotifier, McpHandler, McpServer, NotYet, Question, Reply,
-    RequestOrigin, Server, State, WireHeaders,
-};
+use arctern::server::connection::{Reply, RequestOrigin, WireHeaders};
+use arctern::server::extract::{Args, State};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::{ChangeNotifier, McpHandler, McpServer, Server};
 use arctern_bench::many::*;
 use clap::Parser;
 use schemars::JsonSchema;
@@ -158,15 +158,11 @@ fn in_process(
         .build()
         .map_err(|e| e.to_string())?;
     let origin = |tool: &str| {
-        RequestOrigin::http(
-            WireHeaders {
-                protocol_version: Some(arctern_bench::PROTOCOL_VERSION.into()),
-                method: Some("tools/call".into()),
-                name: Some(Ok(tool.into())),
-                ..WireHeaders::default()
-            },
-            hyper::http::Extensions::new(),
-        )
+        let mut headers = WireHeaders::new();
+        headers.protocol_version = Some(arctern_bench::PROTOCOL_VERSION.into());
+        headers.method = Some("tools/call".into());
+        headers.name = Some(Ok(tool.into()));
+        RequestOrigin::http(headers, hyper::http::Extensions::new())
     };
     let text = "c0-1";
     runtime.block_on(async {

@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use arctern::server::{
-    Answer, Args, Ask, AskContext, McpHandler, McpServer, NotYet, Question, RequestContext,
-    ResourceTemplateSpec, Roots, Sample, SamplingQuestion, Server,
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{
+    Answer, Ask, AskContext, NotYet, Question, Roots, Sample, SamplingQuestion,
 };
+use arctern::server::{McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server};
 use arctern::types::prompts::PromptMessage;
 use arctern::types::sampling::{CreateMessageRequestParams, SamplingMessage};
 use schemars::JsonSchema;
@@ -148,7 +149,7 @@ impl SamplingQuestion for HaikuRequest {
 }
 
 async fn haiku(Args(_): Args<HaikuArgs>, sample: Sample<HaikuRequest>) -> String {
-    match serde_json::to_value(&sample.result.content) {
+    match serde_json::to_value(&sample.0.content) {
         Ok(v) => v
             .get("text")
             .and_then(|t| t.as_str())

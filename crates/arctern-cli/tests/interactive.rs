@@ -13,9 +13,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use arctern::server::{
-    Answer, AnswerOutcome, Ask, AskContext, Decision, McpServer, NotYet, Question,
-};
+use arctern::server::McpServer;
+use arctern::server::mrtr::{Answer, AnswerOutcome, Ask, AskContext, Decision, NotYet, Question};
 use common::{ARCTERN, Demo, scratch};
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use schemars::JsonSchema;

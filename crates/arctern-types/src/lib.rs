@@ -38,7 +38,7 @@
 //!
 //! Whole JSON-RPC messages are aliases of the generic envelopes, for example
 //! [`CallToolRequest`] = `JsonRpcRequest<CallToolRequestParams>` and [`CallToolResultResponse`]
-//! = `JsonRpcResponse<MaybeInputRequired<CallToolResult>>`. The typed error objects
+//! = `JsonRpcResponse<Outcome<CallToolResult>>`. The typed error objects
 //! (`ParseError`, `HeaderMismatchError`, …) are aliases in [`error`]. The union aliases
 //! `ClientRequest`, `ServerNotification`, … are in [`methods`], which also links every method to
 //! its params and result types.
@@ -118,9 +118,11 @@ pub use jsonrpc::{
 };
 pub use logging::{LoggingLevel, LoggingMessageNotificationParams};
 pub use meta::{JsonArray, JsonObject, JsonValue, Meta, RequestMeta};
+#[allow(deprecated)]
+pub use mrtr::MaybeInputRequired;
 pub use mrtr::{
     InputRequest, InputRequestKind, InputRequests, InputRequiredResult, InputResponse,
-    InputResponseRequestParams, InputResponses, MaybeInputRequired,
+    InputResponseRequestParams, InputResponses, Outcome,
 };
 pub use notifications::{
     CancelledNotification, CancelledNotificationParams, LoggingMessageNotification,

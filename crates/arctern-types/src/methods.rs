@@ -24,7 +24,7 @@ use crate::discover::DiscoverResult;
 use crate::elicitation::{ElicitRequestParams, ElicitResult};
 use crate::jsonrpc::{JsonRpcNotification, JsonRpcRequest, RequestId};
 use crate::logging::LoggingMessageNotificationParams;
-use crate::mrtr::MaybeInputRequired;
+use crate::mrtr::Outcome;
 use crate::notifications::{CancelledNotificationParams, ResourceUpdatedNotificationParams};
 use crate::progress::ProgressNotificationParams;
 use crate::prompts::{GetPromptRequestParams, GetPromptResult, ListPromptsResult};
@@ -183,7 +183,7 @@ pub trait RequestMethod {
     const METHOD: &'static str;
     /// The params type.
     type Params: Serialize + DeserializeOwned;
-    /// The result type (for multi round-trip methods, a [`MaybeInputRequired`]).
+    /// The result type (for multi round-trip methods, a [`Outcome`]).
     type Result: Serialize + DeserializeOwned;
 }
 
@@ -241,17 +241,17 @@ request_methods! {
     /// `tools/list`.
     ListTools = TOOLS_LIST, PaginatedRequestParams => ListToolsResult;
     /// `tools/call` (multi round-trip).
-    CallTool = TOOLS_CALL, CallToolRequestParams => MaybeInputRequired<CallToolResult>;
+    CallTool = TOOLS_CALL, CallToolRequestParams => Outcome<CallToolResult>;
     /// `prompts/list`.
     ListPrompts = PROMPTS_LIST, PaginatedRequestParams => ListPromptsResult;
     /// `prompts/get` (multi round-trip).
-    GetPrompt = PROMPTS_GET, GetPromptRequestParams => MaybeInputRequired<GetPromptResult>;
+    GetPrompt = PROMPTS_GET, GetPromptRequestParams => Outcome<GetPromptResult>;
     /// `resources/list`.
     ListResources = RESOURCES_LIST, PaginatedRequestParams => ListResourcesResult;
     /// `resources/templates/list`.
     ListResourceTemplates = RESOURCES_TEMPLATES_LIST, PaginatedRequestParams => ListResourceTemplatesResult;
     /// `resources/read` (multi round-trip).
-    ReadResource = RESOURCES_READ, ReadResourceRequestParams => MaybeInputRequired<ReadResourceResult>;
+    ReadResource = RESOURCES_READ, ReadResourceRequestParams => Outcome<ReadResourceResult>;
     /// `completion/complete`.
     Complete = COMPLETION_COMPLETE, CompleteRequestParams => CompleteResult;
     /// `subscriptions/listen`.

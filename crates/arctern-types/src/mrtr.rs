@@ -448,51 +448,88 @@ pub struct InputResponseRequestParams {
     /// Answers to the input requests of the previous round, by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// The `requestState` of the previous round, echoed exactly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The `requestState` of the previous round, echoed exactly. When present it must be a
+    /// string: `null` is refused like any other non-string.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::mrtr::echoed_state"
+    )]
     pub request_state: Option<String>,
 }
 
+/// Reads an echoed `requestState`: present means a string (`null` included is refused, so
+/// that a server tells "no state" only from an absent member).
+pub(crate) fn echoed_state<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
+}
+
 /// The result of a method that may need more input (`tools/call`, `prompts/get`,
-/// `resources/read`): the complete result `T`, or an [`InputRequiredResult`].
+/// `resources/read`): the complete result `T`, or an [`InputRequiredResult`]. Servers return
+/// it from handlers; clients decode it.
 ///
 /// Deserializing reads `resultType`: `"input_required"` gives
-/// [`MaybeInputRequired::InputRequired`]; anything else, or no `resultType` (an older server),
+/// [`Outcome::InputRequired`]; anything else, or no `resultType` (an older server),
 /// decodes `T`. Non-exhaustive: extensions add result types (the tasks extension's `"task"`).
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum MaybeInputRequired<T> {
+pub enum Outcome<T> {
     /// The final result.
     Complete(T),
     /// The server needs input; retry with the answers.
     InputRequired(InputRequiredResult),
 }
 
-serialize_variants!(MaybeInputRequired<T> { Complete, InputRequired });
+serialize_variants!(Outcome<T> { Complete, InputRequired });
 
-impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for MaybeInputRequired<T> {
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = buffer_object(d, "a result (an object)")?;
         if str_member(&map, "resultType") == Some(ResultType::INPUT_REQUIRED.as_str()) {
-            from_object(map).map(MaybeInputRequired::InputRequired)
+            from_object(map).map(Outcome::InputRequired)
         } else {
-            from_object(map).map(MaybeInputRequired::Complete)
+            from_object(map).map(Outcome::Complete)
         }
     }
 }
 
-impl<T> MaybeInputRequired<T> {
+/// The former name of [`Outcome`].
+#[deprecated(note = "renamed to `Outcome`")]
+pub type MaybeInputRequired<T> = Outcome<T>;
+
+impl<T> Outcome<T> {
     /// Whether this is an `input_required` result.
     pub fn is_input_required(&self) -> bool {
-        matches!(self, MaybeInputRequired::InputRequired(_))
+        matches!(self, Outcome::InputRequired(_))
+    }
+
+    /// Whether this is the final result.
+    pub fn is_complete(&self) -> bool {
+        matches!(self, Outcome::Complete(_))
+    }
+
+    /// The input request, if this is one.
+    pub fn input_required(self) -> Option<InputRequiredResult> {
+        match self {
+            Outcome::Complete(_) => None,
+            Outcome::InputRequired(r) => Some(r),
+        }
+    }
+
+    /// Maps the final result.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Outcome<U> {
+        match self {
+            Outcome::Complete(t) => Outcome::Complete(f(t)),
+            Outcome::InputRequired(r) => Outcome::InputRequired(r),
+        }
     }
 
     /// The complete result, if this is one.
     pub fn complete(self) -> Option<T> {
         match self {
-            MaybeInputRequired::Complete(t) => Some(t),
-            MaybeInputRequired::InputRequired(_) => None,
+            Outcome::Complete(t) => Some(t),
+            Outcome::InputRequired(_) => None,
         }
     }
 
@@ -500,35 +537,33 @@ impl<T> MaybeInputRequired<T> {
     #[allow(clippy::result_large_err)]
     pub fn into_result(self) -> Result<T, InputRequiredResult> {
         match self {
-            MaybeInputRequired::Complete(t) => Ok(t),
-            MaybeInputRequired::InputRequired(r) => Err(r),
+            Outcome::Complete(t) => Ok(t),
+            Outcome::InputRequired(r) => Err(r),
         }
     }
 }
 
-impl<T> From<InputRequiredResult> for MaybeInputRequired<T> {
+impl<T> From<InputRequiredResult> for Outcome<T> {
     fn from(r: InputRequiredResult) -> Self {
-        MaybeInputRequired::InputRequired(r)
+        Outcome::InputRequired(r)
     }
 }
 
-impl From<crate::tools::CallToolResult> for MaybeInputRequired<crate::tools::CallToolResult> {
+impl From<crate::tools::CallToolResult> for Outcome<crate::tools::CallToolResult> {
     fn from(r: crate::tools::CallToolResult) -> Self {
-        MaybeInputRequired::Complete(r)
+        Outcome::Complete(r)
     }
 }
 
-impl From<crate::prompts::GetPromptResult> for MaybeInputRequired<crate::prompts::GetPromptResult> {
+impl From<crate::prompts::GetPromptResult> for Outcome<crate::prompts::GetPromptResult> {
     fn from(r: crate::prompts::GetPromptResult) -> Self {
-        MaybeInputRequired::Complete(r)
+        Outcome::Complete(r)
     }
 }
 
-impl From<crate::resources::ReadResourceResult>
-    for MaybeInputRequired<crate::resources::ReadResourceResult>
-{
+impl From<crate::resources::ReadResourceResult> for Outcome<crate::resources::ReadResourceResult> {
     fn from(r: crate::resources::ReadResourceResult) -> Self {
-        MaybeInputRequired::Complete(r)
+        Outcome::Complete(r)
     }
 }
 
@@ -685,22 +720,22 @@ mod tests {
 
     #[test]
     fn maybe_input_required_reads_result_type() {
-        let r: MaybeInputRequired<CallToolResult> =
+        let r: Outcome<CallToolResult> =
             serde_json::from_value(json!({"resultType": "input_required", "requestState": "s"}))
                 .unwrap();
         assert!(r.is_input_required());
-        let r: MaybeInputRequired<CallToolResult> =
+        let r: Outcome<CallToolResult> =
             serde_json::from_value(json!({"content": [{"type": "text", "text": "ok"}]})).unwrap();
         let r = r.complete().unwrap();
         assert!(r.result_type.is_complete());
         // An unknown result type is not silently treated as complete data of another shape.
         assert!(
-            serde_json::from_value::<MaybeInputRequired<CallToolResult>>(
+            serde_json::from_value::<Outcome<CallToolResult>>(
                 json!({"resultType": "task", "task": {}})
             )
             .is_err()
         );
-        let m: MaybeInputRequired<CallToolResult> = CallToolResult::text("x").into();
+        let m: Outcome<CallToolResult> = CallToolResult::text("x").into();
         assert_eq!(serde_json::to_value(&m).unwrap()["resultType"], "complete");
     }
 }

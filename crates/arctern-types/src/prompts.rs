@@ -9,7 +9,7 @@ use crate::content::{ContentBlock, Role};
 use crate::implementation::Icon;
 use crate::jsonrpc::{JsonRpcRequest, JsonRpcResponse};
 use crate::meta::{JsonObject, Meta, RequestMeta};
-use crate::mrtr::{InputResponses, MaybeInputRequired};
+use crate::mrtr::{InputResponses, Outcome};
 use crate::result::{CacheScope, Cursor, ResultType};
 
 /// A prompt template the server offers (`Prompt`).
@@ -149,8 +149,13 @@ pub struct GetPromptRequestParams {
     /// Answers to the input requests of the previous round, by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// The `requestState` of the previous round, echoed exactly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The `requestState` of the previous round, echoed exactly. When present it must be a
+    /// string: `null` is refused like any other non-string.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::mrtr::echoed_state"
+    )]
     pub request_state: Option<String>,
 }
 
@@ -264,7 +269,7 @@ pub type ListPromptsResultResponse = JsonRpcResponse<ListPromptsResult>;
 /// A `prompts/get` request.
 pub type GetPromptRequest = JsonRpcRequest<GetPromptRequestParams>;
 /// The response to `prompts/get`: the messages, or an `input_required` interim result.
-pub type GetPromptResultResponse = JsonRpcResponse<MaybeInputRequired<GetPromptResult>>;
+pub type GetPromptResultResponse = JsonRpcResponse<Outcome<GetPromptResult>>;
 
 #[cfg(test)]
 mod tests {

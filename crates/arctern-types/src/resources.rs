@@ -7,7 +7,7 @@ use crate::content::{Annotations, BlobResourceContents, ResourceContents, TextRe
 use crate::implementation::Icon;
 use crate::jsonrpc::{JsonRpcRequest, JsonRpcResponse};
 use crate::meta::{JsonObject, Meta, RequestMeta};
-use crate::mrtr::{InputResponses, MaybeInputRequired};
+use crate::mrtr::{InputResponses, Outcome};
 use crate::result::{CacheScope, Cursor, ResultType};
 
 /// A resource the server can read (`Resource`).
@@ -157,8 +157,13 @@ pub struct ReadResourceRequestParams {
     /// Answers to the input requests of the previous round, by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// The `requestState` of the previous round, echoed exactly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The `requestState` of the previous round, echoed exactly. When present it must be a
+    /// string: `null` is refused like any other non-string.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::mrtr::echoed_state"
+    )]
     pub request_state: Option<String>,
 }
 
@@ -347,7 +352,7 @@ pub type ListResourceTemplatesResultResponse = JsonRpcResponse<ListResourceTempl
 /// A `resources/read` request.
 pub type ReadResourceRequest = JsonRpcRequest<ReadResourceRequestParams>;
 /// The response to `resources/read`: the contents, or an `input_required` interim result.
-pub type ReadResourceResultResponse = JsonRpcResponse<MaybeInputRequired<ReadResourceResult>>;
+pub type ReadResourceResultResponse = JsonRpcResponse<Outcome<ReadResourceResult>>;
 
 #[cfg(test)]
 mod tests {

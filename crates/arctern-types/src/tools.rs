@@ -8,7 +8,7 @@ use crate::content::ContentBlock;
 use crate::implementation::Icon;
 use crate::jsonrpc::{JsonRpcRequest, JsonRpcResponse};
 use crate::meta::{JsonObject, Meta, RequestMeta};
-use crate::mrtr::{InputResponses, MaybeInputRequired};
+use crate::mrtr::{InputResponses, Outcome};
 use crate::result::{CacheScope, Cursor, ResultType};
 
 /// A tool the client can call (`Tool`).
@@ -121,8 +121,13 @@ pub struct CallToolRequestParams {
     /// Answers to the input requests of the previous round, by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
-    /// The `requestState` of the previous round, echoed exactly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The `requestState` of the previous round, echoed exactly. When present it must be a
+    /// string: `null` is refused like any other non-string.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::mrtr::echoed_state"
+    )]
     pub request_state: Option<String>,
 }
 
@@ -276,7 +281,7 @@ pub type ListToolsResultResponse = JsonRpcResponse<ListToolsResult>;
 /// A `tools/call` request.
 pub type CallToolRequest = JsonRpcRequest<CallToolRequestParams>;
 /// The response to `tools/call`: the result, or an `input_required` interim result.
-pub type CallToolResultResponse = JsonRpcResponse<MaybeInputRequired<CallToolResult>>;
+pub type CallToolResultResponse = JsonRpcResponse<Outcome<CallToolResult>>;
 
 #[cfg(test)]
 mod tests {

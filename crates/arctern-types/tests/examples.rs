@@ -127,7 +127,7 @@ fn unions_pick_the_expected_variant() {
             _
         )))
     ));
-    let result: MaybeInputRequired<CallToolResult> =
+    let result: Outcome<CallToolResult> =
         serde_json::from_value(example("InputRequiredResult")).unwrap();
     assert!(result.is_input_required());
     let response: CallToolResultResponse =

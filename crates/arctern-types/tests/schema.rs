@@ -181,7 +181,7 @@ fn tool_results_validate() {
     ];
     for r in &results {
         check(&["CallToolResult", "Result", "ServerResult"], r);
-        let response = JsonRpcResponse::new(id(), MaybeInputRequired::from(r.clone()));
+        let response = JsonRpcResponse::new(id(), Outcome::from(r.clone()));
         check(
             &[
                 "CallToolResultResponse",
@@ -209,21 +209,15 @@ fn input_required_results_validate_with_each_kind_of_request() {
         check(&["InputRequiredResult", "ServerResult"], &result);
         check(
             &["CallToolResultResponse"],
-            &JsonRpcResponse::new(
-                id(),
-                MaybeInputRequired::<CallToolResult>::from(result.clone()),
-            ),
+            &JsonRpcResponse::new(id(), Outcome::<CallToolResult>::from(result.clone())),
         );
         check(
             &["GetPromptResultResponse"],
-            &JsonRpcResponse::new(
-                id(),
-                MaybeInputRequired::<GetPromptResult>::from(result.clone()),
-            ),
+            &JsonRpcResponse::new(id(), Outcome::<GetPromptResult>::from(result.clone())),
         );
         check(
             &["ReadResourceResultResponse"],
-            &JsonRpcResponse::new(id(), MaybeInputRequired::<ReadResourceResult>::from(result)),
+            &JsonRpcResponse::new(id(), Outcome::<ReadResourceResult>::from(result)),
         );
     }
     let mut all = InputRequiredResult::new().with_request_state("eyJ4IjoxfQ");
@@ -355,7 +349,7 @@ fn cacheable_results_validate_only_with_their_hints() {
         check(&["ReadResourceResult"], &read);
         check(
             &["ReadResourceResultResponse"],
-            &JsonRpcResponse::new(id(), MaybeInputRequired::from(read)),
+            &JsonRpcResponse::new(id(), Outcome::from(read)),
         );
     }
 }
@@ -371,7 +365,7 @@ fn other_results_validate() {
     check(&["GetPromptResult"], &prompt);
     check(
         &["GetPromptResultResponse"],
-        &JsonRpcResponse::new(id(), MaybeInputRequired::from(prompt)),
+        &JsonRpcResponse::new(id(), Outcome::from(prompt)),
     );
 
     let complete = CompleteResult::new((0..150).map(|i| format!("v{i}")));

@@ -7,3 +7,8 @@ pub mod mrtr {
 pub mod request_state {
     #![doc = include_str!("../docs/request-state.md")]
 }
+
+#[cfg(all(feature = "auth", feature = "http"))]
+pub mod authorization {
+    #![doc = include_str!("../docs/authorization.md")]
+}

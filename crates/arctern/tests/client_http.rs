@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use arctern::ErrorKind;
 use arctern::client::{CallOptions, Client, HttpTransport, ServerNotification};
-use arctern::server::{Handler, HandlerResult, Outcome, RequestContext, Server, ServerConfig};
+use arctern::server::{
+    Handler, HandlerResult, Listed, Outcome, RequestContext, Server, ServerConfig,
+};
 use arctern::transport::http::{HttpConfig, StreamableHttpService};
 use arctern::types::ErrorObject;
 use arctern::types::capabilities::{
@@ -221,9 +223,9 @@ impl Handler for HeaderServer {
         &self,
         _ctx: RequestContext,
         _params: ListToolsRequestParams,
-    ) -> HandlerResult<ListToolsResult> {
+    ) -> HandlerResult<Listed<ListToolsResult>> {
         self.lists.fetch_add(1, Ordering::SeqCst);
-        Ok(ListToolsResult::new(header_tools()))
+        Ok(ListToolsResult::new(header_tools()).into())
     }
 
     async fn call_tool(
@@ -681,7 +683,8 @@ async fn concurrent_calls_share_a_small_pool() {
 
 #[tokio::test]
 async fn mirrored_headers_agree_with_the_crates_own_server_validation() {
-    use arctern::server::{McpServer, RawArgs, ToolSpec};
+    use arctern::server::extract::RawArgs;
+    use arctern::server::{McpServer, ToolSpec};
     use arctern::transport::http::HttpServer;
 
     let server = McpServer::new("mirror")

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use arctern::client::{Client, ClientBuilder, Era, StdioTransport};
 use arctern::server::{
-    Handler, HandlerResult, LegacyConfig, Outcome, RequestContext, Server, ServerConfig,
+    Handler, HandlerResult, LegacyConfig, Listed, Outcome, RequestContext, Server, ServerConfig,
 };
 use arctern::transport::http::HttpServer;
 use arctern::transport::stdio::StdioServer;
@@ -33,8 +33,8 @@ impl Handler for Provisioner {
         &self,
         _ctx: RequestContext,
         _params: ListToolsRequestParams,
-    ) -> HandlerResult<ListToolsResult> {
-        Ok(ListToolsResult::default())
+    ) -> HandlerResult<Listed<ListToolsResult>> {
+        Ok(ListToolsResult::default().into())
     }
 
     async fn call_tool(

@@ -12,8 +12,9 @@ use arctern::client::{
     CallOptions, Client, Continuation, InputOrigin, InputRequiredError, InputRequiredReason,
     MessageStream, Outcome, OutgoingMessage, ServerNotification, Transport, VersionError,
 };
+use arctern::server::extract::Args;
 use arctern::server::{
-    Args, Handler, HandlerResult, McpServer, Outcome as ServerOutcome, RequestContext, Server,
+    Handler, HandlerResult, Listed, McpServer, Outcome as ServerOutcome, RequestContext, Server,
     ServerConfig, ToolSpec,
 };
 use arctern::transport::memory::MemoryTransport;
@@ -91,8 +92,10 @@ impl Scripted {
         self.calls.lock().unwrap().clone()
     }
 
+    /// A server that passes `requestState` and `inputResponses` through as the client sent
+    /// them, so that the tests see exactly what the client put on the wire.
     fn server(self) -> Server<Scripted> {
-        let mut config = ServerConfig::new("scripted", "9.9.9");
+        let mut config = ServerConfig::new("scripted", "9.9.9").without_state_sealing();
         config.capabilities = ServerCapabilities {
             tools: Some(ToolsCapability {
                 list_changed: Some(true),
@@ -133,7 +136,7 @@ impl Handler for Scripted {
         &self,
         _ctx: RequestContext,
         _params: ListToolsRequestParams,
-    ) -> HandlerResult<ListToolsResult> {
+    ) -> HandlerResult<Listed<ListToolsResult>> {
         self.lists.fetch_add(1, Ordering::SeqCst);
         let mut result = ListToolsResult::new(vec![Tool::new(
             "t",
@@ -141,7 +144,7 @@ impl Handler for Scripted {
             json!({"type": "object"}).as_object().cloned().unwrap(),
         )]);
         result.ttl_ms = self.ttl;
-        Ok(result)
+        Ok(result.into())
     }
 
     async fn read_resource(
@@ -1186,19 +1189,20 @@ async fn a_legacy_session_in_process_goes_through_the_shim() {
     struct Name {
         name: String,
     }
-    impl arctern::server::Question for Name {
+    impl arctern::server::mrtr::Question for Name {
         const KEY: &'static str = "name";
         fn ask(
-            _: &arctern::server::AskContext<'_>,
-        ) -> Result<arctern::server::Ask, arctern::server::NotYet> {
-            Ok(arctern::server::Ask::form("Your name?"))
+            _: &arctern::server::mrtr::AskContext<'_>,
+        ) -> Result<arctern::server::mrtr::Ask, arctern::server::mrtr::NotYet> {
+            Ok(arctern::server::mrtr::Ask::form("Your name?"))
         }
     }
     let server = McpServer::new("legacy-memory")
         .tool(
             "greet",
             "Greets.",
-            |arctern::server::Answer(n): arctern::server::Answer<Name>, ctx: RequestContext| async move {
+            |arctern::server::mrtr::Answer(n): arctern::server::mrtr::Answer<Name>,
+             ctx: RequestContext| async move {
                 format!("hello {} ({})", n.name, ctx.protocol_version())
             },
         )

@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use arctern::server::{
-    Answer, Args, Ask, AskContext, McpHandler, McpServer, NotYet, Principal, Question,
-    RequestContext, Server, State, ToolSpec,
-};
+use arctern::server::extract::{Args, State};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::{McpHandler, McpServer, Principal, RequestContext, Server, ToolSpec};
 use arctern::transport::http::{HttpConfig, HttpServer};
 use arctern_types::schema_check::validate_for;
 use bytes::Bytes;

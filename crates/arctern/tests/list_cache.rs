@@ -7,10 +7,11 @@
 
 use std::time::Duration;
 
+use arctern::server::connection::{MessageKind, Reply, RequestOrigin, TransportKind};
+use arctern::server::extract::Args;
 use arctern::server::{
-    Args, Handler, HandlerResult, McpHandler, McpServer, PreparedResult, PromptSpec,
-    RequestContext, RequestOrigin, ResourceSpec, ResourceTemplateSpec, Server, ServerConfig,
-    ToolSpec, TransportKind,
+    Handler, HandlerResult, Listed, McpHandler, McpServer, PromptSpec, RequestContext,
+    ResourceSpec, ResourceTemplateSpec, Server, ServerConfig, ToolSpec,
 };
 use arctern::transport::stdio::StdioServer;
 use arctern::types::capabilities::ToolsCapability;
@@ -83,40 +84,49 @@ fn cached() -> Server<McpHandler> {
     server.build().unwrap()
 }
 
-/// The same handler, answering the list methods only through the plain `list_*` methods.
+/// The same handler, answering the list methods with pages serialized for each response
+/// (the value form) instead of shared ones.
 struct Uncached(McpHandler);
+
+fn unparsable(e: serde_json::Error) -> arctern::ErrorObject {
+    arctern::ErrorObject::internal_error(format!("a shared page does not parse: {e}"))
+}
 
 impl Handler for Uncached {
     async fn list_tools(
         &self,
         ctx: RequestContext,
         params: ListToolsRequestParams,
-    ) -> HandlerResult<ListToolsResult> {
-        self.0.list_tools(ctx, params).await
+    ) -> HandlerResult<Listed<ListToolsResult>> {
+        let page = self.0.list_tools(ctx, params).await?;
+        Ok(Listed::value(page.into_result().map_err(unparsable)?))
     }
 
     async fn list_prompts(
         &self,
         ctx: RequestContext,
         params: ListPromptsRequestParams,
-    ) -> HandlerResult<ListPromptsResult> {
-        self.0.list_prompts(ctx, params).await
+    ) -> HandlerResult<Listed<ListPromptsResult>> {
+        let page = self.0.list_prompts(ctx, params).await?;
+        Ok(Listed::value(page.into_result().map_err(unparsable)?))
     }
 
     async fn list_resources(
         &self,
         ctx: RequestContext,
         params: ListResourcesRequestParams,
-    ) -> HandlerResult<ListResourcesResult> {
-        self.0.list_resources(ctx, params).await
+    ) -> HandlerResult<Listed<ListResourcesResult>> {
+        let page = self.0.list_resources(ctx, params).await?;
+        Ok(Listed::value(page.into_result().map_err(unparsable)?))
     }
 
     async fn list_resource_templates(
         &self,
         ctx: RequestContext,
         params: ListResourceTemplatesRequestParams,
-    ) -> HandlerResult<ListResourceTemplatesResult> {
-        self.0.list_resource_templates(ctx, params).await
+    ) -> HandlerResult<Listed<ListResourceTemplatesResult>> {
+        let page = self.0.list_resource_templates(ctx, params).await?;
+        Ok(Listed::value(page.into_result().map_err(unparsable)?))
     }
 }
 
@@ -161,7 +171,16 @@ async fn modern<H: Handler>(server: &Server<H>, message: &Value) -> Vec<u8> {
     let reply = server
         .handle_bytes(&bytes, RequestOrigin::new(TransportKind::Memory))
         .await;
-    assert_eq!(reply.http_status(), 200, "{reply:?}");
+    assert!(
+        matches!(
+            reply,
+            Reply::Message {
+                kind: MessageKind::Response,
+                ..
+            }
+        ),
+        "{reply:?}"
+    );
     reply.body().expect("a single message").to_vec()
 }
 
@@ -385,15 +404,15 @@ struct OwnList {
 }
 
 impl Handler for OwnList {
-    async fn list_tools_prepared(
+    async fn list_tools(
         &self,
         _ctx: RequestContext,
         _params: ListToolsRequestParams,
-    ) -> HandlerResult<PreparedResult<ListToolsResult>> {
+    ) -> HandlerResult<Listed<ListToolsResult>> {
         Ok(if self.shared {
-            PreparedResult::shared(self.page.clone()).unwrap()
+            Listed::shared(self.page.clone()).unwrap()
         } else {
-            PreparedResult::from(self.page.clone())
+            Listed::from(self.page.clone())
         })
     }
 }

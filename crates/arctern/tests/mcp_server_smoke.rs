@@ -1,6 +1,8 @@
 //! In-process checks of `McpServer` through the engine, without a transport.
 
-use arctern::server::{Args, Json, McpServer, Reply, RequestOrigin, TransportKind};
+use arctern::server::connection::{MessageKind, Reply, RequestOrigin, TransportKind};
+use arctern::server::extract::Args;
+use arctern::server::{Json, McpServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -38,7 +40,14 @@ async fn call(
         .handle_bytes(&bytes, RequestOrigin::new(TransportKind::Memory))
         .await
     {
-        Reply::Message { status, body } => (status, serde_json::from_slice(&body).unwrap()),
+        Reply::Message { kind, body } => {
+            let status = match kind {
+                MessageKind::Invalid => 400,
+                MessageKind::UnknownMethod => 404,
+                _ => 200,
+            };
+            (status, serde_json::from_slice(&body).unwrap())
+        }
         other => panic!("unexpected reply {other:?}"),
     }
 }

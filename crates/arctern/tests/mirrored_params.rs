@@ -1,9 +1,9 @@
 //! `Mcp-Param-*` headers (SEP-2243): a `tools/call` arriving over HTTP must mirror every
 //! argument its tool marks with `x-mcp-header`, else HTTP 400 and `-32020`.
 
-use arctern::server::{
-    Args, McpHandler, McpServer, Reply, RequestOrigin, Server, TransportKind, WireHeaders,
-};
+use arctern::server::connection::{MessageKind, Reply, RequestOrigin, TransportKind, WireHeaders};
+use arctern::server::extract::Args;
+use arctern::server::{McpHandler, McpServer, Server};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -33,15 +33,15 @@ fn server() -> Server<McpHandler> {
 }
 
 fn headers(tool: &str, params: &[(&str, Result<&str, &str>)]) -> WireHeaders {
-    WireHeaders {
-        protocol_version: Some("2026-07-28".into()),
-        method: Some("tools/call".into()),
-        name: Some(Ok(tool.into())),
-        params: params
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), v.map(str::to_owned).map_err(str::to_owned)))
-            .collect(),
-    }
+    let mut headers = WireHeaders::new();
+    headers.protocol_version = Some("2026-07-28".into());
+    headers.method = Some("tools/call".into());
+    headers.name = Some(Ok(tool.into()));
+    headers.params = params
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), v.map(str::to_owned).map_err(str::to_owned)))
+        .collect();
+    headers
 }
 
 async fn call(
@@ -65,7 +65,12 @@ async fn call(
         .handle_bytes(&serde_json::to_vec(&body).unwrap(), origin)
         .await;
     match reply {
-        Reply::Message { status, body } => {
+        Reply::Message { kind, body } => {
+            let status = match kind {
+                MessageKind::Invalid => 400,
+                MessageKind::UnknownMethod => 404,
+                _ => 200,
+            };
             let v: Value = serde_json::from_slice(&body).unwrap();
             assert_eq!(v["id"], 7);
             (status, v)

@@ -1,10 +1,12 @@
 //! Multi round-trip requests on `McpServer`, driven in process through the engine.
 
-use arctern::server::{
-    Answer, AnswerOutcome, Args, Ask, AskContext, Decision, Interrupt, McpHandler, McpServer,
-    NotYet, Outcome, Question, Questions, Reply, RequestOrigin, RequestState, Responses, Roots,
-    Server, TransportKind,
+use arctern::server::connection::{MessageKind, Reply, RequestOrigin, TransportKind};
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{
+    Answer, AnswerOutcome, Ask, AskContext, Decision, HandlerState, Interrupt, NotYet, Question,
+    Questions, Responses, Roots,
 };
+use arctern::server::{McpHandler, McpServer, Outcome, Server};
 use arctern::types::mrtr::{InputRequest, InputRequiredResult};
 use arctern::types::tools::CallToolResult;
 use schemars::JsonSchema;
@@ -76,16 +78,29 @@ impl Driver {
     }
 
     async fn send(&mut self, method: &str, params: Value) -> (u16, Value) {
+        let params = serde_json::to_string(&params).unwrap();
+        self.send_text(method, &params).await
+    }
+
+    /// Sends params given as JSON text (which may hold what a `Value` cannot, such as a
+    /// member given twice).
+    async fn send_text(&mut self, method: &str, params: &str) -> (u16, Value) {
         let id = self.next_id;
         self.next_id += 1;
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let bytes = serde_json::to_vec(&body).unwrap();
+        let bytes =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
+                .into_bytes();
         let reply = self
             .server
             .handle_bytes(&bytes, RequestOrigin::new(TransportKind::Memory))
             .await;
         match reply {
-            Reply::Message { status, body } => {
+            Reply::Message { kind, body } => {
+                let status = match kind {
+                    MessageKind::Invalid => 400,
+                    MessageKind::UnknownMethod => 404,
+                    _ => 200,
+                };
                 let v: Value = serde_json::from_slice(&body).unwrap();
                 assert_eq!(v["id"], id);
                 arctern::types::schema_check::validate_for(
@@ -400,7 +415,7 @@ async fn manual_form_reads_responses_and_plaintext_state() {
         .tool(
             "confirm",
             "",
-            |Responses(r): Responses, RequestState(state): RequestState| async move {
+            |Responses(r): Responses, HandlerState(state): HandlerState| async move {
                 match (r.get("confirm"), state.as_deref()) {
                     (Some(_), Some("step-1")) => {
                         Outcome::Complete(CallToolResult::text("state-ok"))
@@ -459,4 +474,44 @@ fn mixing_the_two_forms_is_rejected_at_registration() {
         err.to_string().contains("need request-state sealing"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn every_malformed_request_state_gets_the_one_rejection() {
+    let server = McpServer::new("provisioner")
+        .tool(
+            "provision",
+            "Provision.",
+            |Answer(r): Answer<Region>| async move { r.region },
+        )
+        .build()
+        .unwrap();
+    let mut d = Driver::new(server);
+    let meta = serde_json::to_string(&meta(elicit_caps())).unwrap();
+    let call = |state: &str| {
+        format!(
+            r#"{{"name":"provision","arguments":{{"name":"x"}},"_meta":{meta},"requestState":{state}}}"#
+        )
+    };
+    let (status, tampered) = d.send_text("tools/call", &call(r#""not-a-token""#)).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        tampered["error"],
+        json!({"code": -32602, "message": "Invalid or expired requestState"})
+    );
+    for bad in [
+        "5",
+        "{}",
+        "true",
+        "null",
+        r#"["a"]"#,
+        r#""a","requestState":"b""#,
+    ] {
+        let (s, r) = d.send_text("tools/call", &call(bad)).await;
+        assert_eq!(
+            (s, &r["error"]),
+            (status, &tampered["error"]),
+            "requestState: {bad}"
+        );
+    }
 }

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use arctern::server::{
-    Handler, HandlerResult, LegacyConfig, Outcome, RequestContext, Server, ServerConfig,
+    Handler, HandlerResult, LegacyConfig, Listed, Outcome, RequestContext, Server, ServerConfig,
     resource_not_found,
 };
 use arctern::transport::http::{HttpConfig, HttpServer};
@@ -58,8 +58,8 @@ impl Handler for Legacy {
         &self,
         _ctx: RequestContext,
         _params: ListToolsRequestParams,
-    ) -> HandlerResult<ListToolsResult> {
-        Ok(ListToolsResult::default())
+    ) -> HandlerResult<Listed<ListToolsResult>> {
+        Ok(ListToolsResult::default().into())
     }
 
     async fn call_tool(
@@ -80,7 +80,7 @@ impl Handler for Legacy {
                         .unwrap_or(Value::Null);
                     Ok(Outcome::Complete(CallToolResult::text(format!(
                         "region={region} round={}",
-                        ctx.round()
+                        ctx.round().number()
                     ))))
                 }
                 _ => Ok(InputRequiredResult::new()
@@ -440,7 +440,7 @@ async fn one_endpoint_serves_both_eras() {
         .call(&rpc(6, "tools/call", json!({"name": "era"})))
         .await;
     let text = era["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.starts_with("Legacy(") && text.ends_with(V11), "{text}");
+    assert_eq!(text, format!("Legacy {V11}"));
     // An unknown resource is the legacy -32002, with data.uri.
     let missing = session
         .call(&rpc(7, "resources/read", json!({"uri": "test://missing"})))

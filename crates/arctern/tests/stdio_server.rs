@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use arctern::server::{Args, McpHandler, McpServer, RequestContext, Server, ToolSpec};
+use arctern::server::extract::Args;
+use arctern::server::{McpHandler, McpServer, RequestContext, Server, ToolSpec};
 use arctern::transport::stdio::StdioServer;
 use arctern_types::schema_check::validate_for;
 use schemars::JsonSchema;

@@ -6,10 +6,13 @@
 use std::time::Duration;
 
 use arctern::client::{Era, HandlerCapabilities};
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{
+    Answer, AnswerOutcome, Ask, AskContext, Decision, NotYet, Question, Roots, Sample,
+    SamplingQuestion,
+};
 use arctern::server::{
-    Answer, AnswerOutcome, Args, Ask, AskContext, Decision, Handler, HandlerResult, McpServer,
-    NotYet, Outcome, Question, RequestContext, Roots, Sample, SamplingQuestion, Server,
-    ServerConfig,
+    Handler, HandlerResult, Listed, McpServer, Outcome, RequestContext, Server, ServerConfig,
 };
 use arctern::state::{ManualClock, StateSealer};
 use arctern::testing::{
@@ -132,7 +135,7 @@ async fn provision(
 }
 
 async fn report(s: Sample<Summary>, Roots(roots): Roots) -> String {
-    format!("{} root(s), summary by {}", roots.len(), s.result.model)
+    format!("{} root(s), summary by {}", roots.len(), s.0.model)
 }
 
 /// A bank with a shared clock in its state sealer.
@@ -683,8 +686,8 @@ impl Handler for Manual {
         &self,
         _ctx: RequestContext,
         _params: ListToolsRequestParams,
-    ) -> HandlerResult<ListToolsResult> {
-        Ok(ListToolsResult::default())
+    ) -> HandlerResult<Listed<ListToolsResult>> {
+        Ok(ListToolsResult::default().into())
     }
 
     async fn call_tool(
@@ -719,18 +722,25 @@ impl Handler for Manual {
     }
 }
 
-fn manual_server() -> Server<Manual> {
+fn manual_server(sealed: bool) -> Server<Manual> {
     let mut config = ServerConfig::new("manual", "1.0.0");
     config.capabilities.tools = Some(ToolsCapability::default());
+    if !sealed {
+        config = config.without_state_sealing();
+    }
     Server::new(Manual, config)
 }
 
 #[tokio::test]
 async fn a_low_level_server_in_both_eras() {
-    for era in [Era::Modern, Era::Legacy] {
+    for (era, sealed) in [
+        (Era::Modern, true),
+        (Era::Modern, false),
+        (Era::Legacy, true),
+    ] {
         let t = TestClient::builder()
             .era(era)
-            .connect(manual_server())
+            .connect(manual_server(sealed))
             .await
             .unwrap()
             .answer("name", json!({"name": "Ada"}));
@@ -740,9 +750,16 @@ async fn a_low_level_server_in_both_eras() {
         match era {
             Era::Modern => {
                 assert_eq!(rounds.len(), 2);
-                // Unsealed: the plain state is on the wire.
-                assert_eq!(rounds[0].request_state(), Some("asked"));
-                assert_eq!(rounds[1].sent_state(), Some("asked"));
+                let state = rounds[0].request_state().unwrap();
+                assert_eq!(rounds[1].sent_state(), Some(state));
+                if sealed {
+                    // A low-level server seals by default: the handler's "asked" never
+                    // reaches the wire.
+                    assert!(!state.contains("asked") && state.len() > 100, "{state}");
+                    assert_invalid_state(&t.replay(&rounds[1]).tamper_state().send().await);
+                } else {
+                    assert_eq!(state, "asked");
+                }
             }
             _ => {
                 assert_eq!(rounds.len(), 1);
@@ -751,7 +768,7 @@ async fn a_low_level_server_in_both_eras() {
         }
     }
     // Nothing to expire on a server that does not seal.
-    let t = TestClient::connect(manual_server()).await.unwrap();
+    let t = TestClient::connect(manual_server(false)).await.unwrap();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         t.expire_state(&ManualClock::new(0));
     }));

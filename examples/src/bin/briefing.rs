@@ -7,9 +7,9 @@
 //! cargo run -p arctern-examples --bin briefing
 //! ```
 
-use arctern::server::{
-    Answer, Args, Ask, AskContext, McpHandler, McpServer, NotYet, Question, Server,
-};
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::{McpHandler, McpServer, Server};
 use arctern::types::prompts::PromptMessage;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -8,10 +8,9 @@
 //! cargo run -p arctern-examples --bin config_template
 //! ```
 
-use arctern::server::{
-    Answer, Args, Ask, AskContext, McpHandler, McpServer, NotYet, Question, ResourceTemplateSpec,
-    Server,
-};
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::{McpHandler, McpServer, ResourceTemplateSpec, Server};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -8,7 +8,8 @@
 //! cargo run -p arctern-examples --bin dependency_form
 //! ```
 
-use arctern::server::{Answer, Ask, AskContext, McpHandler, McpServer, NotYet, Question, Server};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::{McpHandler, McpServer, Server};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -8,7 +8,9 @@
 //! cargo run -p arctern-examples --bin provision
 //! ```
 
-use arctern::server::{Handler, HandlerResult, Outcome, RequestContext, Server, ServerConfig};
+use arctern::server::{
+    Handler, HandlerResult, Listed, Outcome, RequestContext, Server, ServerConfig,
+};
 use arctern::state::StateSealer;
 use arctern::types::ErrorObject;
 use arctern::types::capabilities::ToolsCapability;
@@ -26,18 +28,18 @@ impl Handler for Provisioner {
         &self,
         _ctx: RequestContext,
         _p: ListToolsRequestParams,
-    ) -> HandlerResult<ListToolsResult> {
+    ) -> HandlerResult<Listed<ListToolsResult>> {
         let schema = json!({
             "type": "object",
             "properties": {"name": {"type": "string", "description": "Name of the database."}},
             "required": ["name"]
         });
         let schema = schema.as_object().cloned().unwrap_or_default();
-        Ok(ListToolsResult::new(vec![Tool::new(
+        Ok(Listed::from(ListToolsResult::new(vec![Tool::new(
             "provision",
             "Provision a database. Asks which region to put it in.",
             schema,
-        )]))
+        )])))
     }
 
     async fn call_tool(

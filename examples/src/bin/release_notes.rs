@@ -11,10 +11,11 @@
 //!
 //! The `client_callbacks` example is a client for it.
 
-use arctern::server::{
-    Answer, Args, Ask, AskContext, McpHandler, McpServer, NotYet, Question, RequestContext, Roots,
-    Sample, SamplingQuestion, Server,
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{
+    Answer, Ask, AskContext, NotYet, Question, Roots, Sample, SamplingQuestion,
 };
+use arctern::server::{McpHandler, McpServer, RequestContext, Server};
 use arctern::types::sampling::{CreateMessageRequestParams, SamplingMessage};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -80,7 +81,7 @@ async fn release_notes(
         let step = format!("Read the changelog under {}", root.uri);
         ctx.progress((i + 1) as f64, Some(total), Some(&step)).await;
     }
-    let summary = summary.result.content.first_text().unwrap_or("").to_owned();
+    let summary = summary.0.content.first_text().unwrap_or("").to_owned();
     format!(
         "Release notes for {} ({}, {} roots): {summary}",
         release.version,

@@ -12,9 +12,9 @@
 //!
 //! Call `transfer` on 8001, answer the confirmation on 8002.
 
-use arctern::server::{
-    Answer, Args, Ask, AskContext, McpHandler, McpServer, NotYet, Question, Server,
-};
+use arctern::server::extract::Args;
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::{McpHandler, McpServer, Server};
 use arctern::state::KeyRing;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -94,7 +94,7 @@ example_types! {
     BooleanSchema => BooleanSchema | PrimitiveSchemaDefinition;
     CallToolRequest => CallToolRequest | JsonRpcRequest<Value>;
     CallToolRequestParams => CallToolRequestParams;
-    CallToolResult => CallToolResult | MaybeInputRequired<CallToolResult> | GenericResult;
+    CallToolResult => CallToolResult | Outcome<CallToolResult> | GenericResult;
     CallToolResultResponse => CallToolResultResponse | JsonRpcResponseOrError;
     CancelledNotification => CancelledNotification | methods::ClientNotification;
     CancelledNotificationParams => CancelledNotificationParams;
@@ -116,12 +116,12 @@ example_types! {
     EmbeddedResource => EmbeddedResource | ContentBlock;
     GetPromptRequest => GetPromptRequest;
     GetPromptRequestParams => GetPromptRequestParams;
-    GetPromptResult => GetPromptResult | MaybeInputRequired<GetPromptResult>;
+    GetPromptResult => GetPromptResult | Outcome<GetPromptResult>;
     GetPromptResultResponse => GetPromptResultResponse;
     HeaderMismatchError => HeaderMismatchError | JsonRpcResponseOrError;
     ImageContent => ImageContent | ContentBlock | SamplingMessageContentBlock;
     InputRequests => InputRequests;
-    InputRequiredResult => InputRequiredResult | MaybeInputRequired<CallToolResult> | GenericResult;
+    InputRequiredResult => InputRequiredResult | Outcome<CallToolResult> | GenericResult;
     InputResponses => InputResponses;
     InternalError => InternalError;
     InvalidParamsError => InvalidParamsError;
@@ -151,7 +151,7 @@ example_types! {
     ProgressNotificationParams => ProgressNotificationParams;
     PromptListChangedNotification => PromptListChangedNotification | JsonRpcNotification<GenericNotificationParams>;
     ReadResourceRequest => ReadResourceRequest;
-    ReadResourceResult => ReadResourceResult | MaybeInputRequired<ReadResourceResult>;
+    ReadResourceResult => ReadResourceResult | Outcome<ReadResourceResult>;
     ReadResourceResultResponse => ReadResourceResultResponse;
     Resource => Resource;
     ResourceLink => ResourceLink | ContentBlock;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use arctern_types::logging::LoggingLevel;
 use arctern_types::meta::JsonObject;
 use arctern_types::methods;
-use arctern_types::mrtr::{InputRequiredResult, InputResponse, InputResponses, MaybeInputRequired};
+use arctern_types::mrtr::{InputRequiredResult, InputResponse, InputResponses};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio::time::Instant;
@@ -19,9 +19,7 @@ use super::notify::{LogFn, Observer, ProgressFn};
 use super::wire::{self, Kind, Retry};
 use crate::{ErrorKind, Result};
 
-/// The result of one round of a multi round-trip request: the complete result, or the
-/// server's `input_required` answer. (The same enum the wire model uses.)
-pub type Outcome<T> = MaybeInputRequired<T>;
+pub use crate::Outcome;
 
 /// What a retry carries: the answers to the last round's input requests (under the same
 /// keys) and the last round's `requestState`, echoed exactly.

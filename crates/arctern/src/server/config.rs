@@ -9,12 +9,14 @@ use arctern_types::result::CacheScope;
 use arctern_types::version::ProtocolVersion;
 
 use super::legacy::LegacyConfig;
+use super::middleware::Middleware;
 use super::mrtr::MrtrLimits;
 use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it
 /// (`cacheScope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CacheHint {
     /// Freshness in milliseconds; 0 means "stale at once".
     pub ttl_ms: u64,
@@ -45,6 +47,7 @@ impl Default for CacheHint {
 /// its own. The default is [`CacheHint::NONE`] everywhere: correct for any server, including
 /// one whose lists vary by authorization.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CachePolicy {
     /// `server/discover`.
     pub discover: CacheHint,
@@ -74,18 +77,16 @@ impl CachePolicy {
     }
 }
 
-/// Derives the principal a request's state is bound to, when the authentication layer does
-/// not put a [`Principal`](super::Principal) in the request's extensions.
+/// Derives the principal a request's state is bound to from the request's extensions, when
+/// the authentication layer does not put a [`Principal`](super::Principal) there itself.
 #[derive(Clone)]
 pub struct PrincipalHook(pub(crate) Arc<PrincipalFn>);
 
-type PrincipalFn = dyn Fn(&super::RequestContext) -> Option<String> + Send + Sync;
+type PrincipalFn = dyn Fn(&http::Extensions) -> Option<String> + Send + Sync;
 
 impl PrincipalHook {
-    /// A hook from a function.
-    pub fn new(
-        f: impl Fn(&super::RequestContext) -> Option<String> + Send + Sync + 'static,
-    ) -> Self {
+    /// A hook from a function of the request's extensions.
+    pub fn new(f: impl Fn(&http::Extensions) -> Option<String> + Send + Sync + 'static) -> Self {
         PrincipalHook(Arc::new(f))
     }
 }
@@ -97,7 +98,18 @@ impl fmt::Debug for PrincipalHook {
 }
 
 /// Static description of a server, fixed when it is built.
-#[derive(Debug, Clone)]
+///
+/// ```
+/// use arctern::server::ServerConfig;
+/// use arctern::types::capabilities::{ServerCapabilities, ToolsCapability};
+///
+/// let config = ServerConfig::new("inventory", "1.2.0")
+///     .capabilities(ServerCapabilities { tools: Some(ToolsCapability::default()), ..Default::default() })
+///     .instructions("Look things up in the inventory.");
+/// assert!(config.request_state.is_some(), "sealed by default");
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// `serverInfo`.
     pub info: Implementation,
@@ -112,8 +124,10 @@ pub struct ServerConfig {
     /// Whether results carry `io.modelcontextprotocol/serverInfo` in `_meta` (default on).
     pub stamp_server_info: bool,
     /// Seals `requestState` on the way out and verifies it on the way in (on `tools/call`,
-    /// `prompts/get` and `resources/read`). Off for a low-level server until set with
-    /// [`ServerConfig::seal_request_state`]; on by default for `McpServer`.
+    /// `prompts/get` and `resources/read`). On by default, with a process-local key
+    /// ([`StateSealer::ephemeral`]); give a fleet shared keys with
+    /// [`seal_request_state`](Self::seal_request_state), or turn it off with
+    /// [`without_state_sealing`](Self::without_state_sealing).
     pub request_state: Option<StateSealer>,
     /// Limits on multi round-trip requests.
     pub mrtr: MrtrLimits,
@@ -123,24 +137,118 @@ pub struct ServerConfig {
     /// How 2025-era clients (`initialize`, sessions) are served; on by default for
     /// 2025-11-25 and 2025-06-18.
     pub legacy: LegacyConfig,
+    /// Middleware around every handler call, outermost first (see
+    /// [`middleware`](super::middleware)).
+    pub middleware: Vec<Arc<dyn Middleware>>,
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("info", &self.info)
+            .field("capabilities", &self.capabilities)
+            .field("instructions", &self.instructions)
+            .field("versions", &self.versions)
+            .field("cache", &self.cache)
+            .field("stamp_server_info", &self.stamp_server_info)
+            .field("request_state", &self.request_state)
+            .field("mrtr", &self.mrtr)
+            .field("principal", &self.principal)
+            .field("legacy", &self.legacy)
+            .field("middleware", &self.middleware.len())
+            .finish()
+    }
 }
 
 impl ServerConfig {
     /// A configuration for a server with this name and version, no capabilities, serving
     /// every modern version this crate implements.
+    ///
+    /// Request state is sealed with a process-local key bound to the server's name.
+    ///
+    /// # Panics
+    ///
+    /// When the operating system's random generator fails (no key can be made).
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        let info = Implementation::new(name, version);
+        let audience = if info.name.is_empty() {
+            "mcp-server"
+        } else {
+            info.name.as_str()
+        };
+        let sealer = StateSealer::ephemeral(audience)
+            .expect("a process-local request-state key (the OS random generator failed)");
         ServerConfig {
-            info: Implementation::new(name, version),
+            info,
             capabilities: ServerCapabilities::default(),
             instructions: None,
             versions: ProtocolVersion::MODERN.to_vec(),
             cache: CachePolicy::default(),
             stamp_server_info: true,
-            request_state: None,
+            request_state: Some(sealer),
             mrtr: MrtrLimits::default(),
             principal: None,
             legacy: LegacyConfig::default(),
+            middleware: Vec::new(),
         }
+    }
+
+    /// Sets the declared capabilities.
+    pub fn capabilities(mut self, capabilities: ServerCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Sets the `instructions` of `server/discover`.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets the modern versions served, preferred first.
+    pub fn versions(mut self, versions: impl IntoIterator<Item = ProtocolVersion>) -> Self {
+        self.versions = versions.into_iter().collect();
+        self
+    }
+
+    /// Sets the caching hints.
+    pub fn cache(mut self, cache: CachePolicy) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// Whether results carry `serverInfo` in `_meta`.
+    pub fn stamp_server_info(mut self, stamp: bool) -> Self {
+        self.stamp_server_info = stamp;
+        self
+    }
+
+    /// Sets the limits on multi round-trip requests.
+    pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
+        self.mrtr = limits;
+        self
+    }
+
+    /// Sets where the principal for request-state binding comes from when no
+    /// [`Principal`](super::Principal) extension is present.
+    pub fn principal(mut self, hook: PrincipalHook) -> Self {
+        self.principal = Some(hook);
+        self
+    }
+
+    /// Turns request-state sealing off: `requestState` then passes between the client and
+    /// handlers as plain text, unverified, rounds are not counted and answers are not
+    /// pinned. Only for servers whose state carries nothing that tampering could abuse.
+    pub fn without_state_sealing(mut self) -> Self {
+        self.request_state = None;
+        self
+    }
+
+    /// Adds a middleware around every handler call (see [`middleware`](super::middleware));
+    /// the first added runs first.
+    pub fn layer(mut self, middleware: impl Middleware) -> Self {
+        self.middleware.push(Arc::new(middleware));
+        self
     }
 
     /// Sets how 2025-era clients are served ([`LegacyConfig::disabled`] makes a
@@ -150,8 +258,8 @@ impl ServerConfig {
         self
     }
 
-    /// Seals request state with `sealer` (one line to opt in on a low-level server):
-    /// handlers write and read plaintext, the wire only sees sealed tokens, and every
+    /// Seals request state with `sealer` (for shared keys, another codec, another time to
+    /// live): handlers write and read plaintext, the wire only sees sealed tokens, and every
     /// incoming `requestState` is verified.
     pub fn seal_request_state(mut self, sealer: StateSealer) -> Self {
         self.request_state = Some(sealer);

@@ -1,34 +1,23 @@
 //! What a handler knows about the request it serves.
 
 use super::note_channel::NoteSender;
-use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use arctern_types::capabilities::ClientCapabilities;
 use arctern_types::implementation::Implementation;
 use arctern_types::logging::{LoggingLevel, LoggingMessageNotificationParams};
 use arctern_types::methods;
 use arctern_types::progress::{ProgressNotificationParams, ProgressToken};
-use arctern_types::{JsonRpcNotification, ProtocolVersion, RequestId, RequestMeta};
+use arctern_types::{JsonRpcNotification, RequestId, RequestMeta};
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::mrtr::MrtrLimits;
-use crate::state::{QuestionDigest, StatePayload};
-
-/// Which generation of the protocol a request arrived on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Era {
-    /// 2026-07-28 or later: the request carried its own `_meta` envelope.
-    Modern,
-    /// A revision negotiated with `initialize` (2025-11-25 or earlier).
-    Legacy(ProtocolVersion),
-}
+use super::connection::TransportKind;
+use super::mrtr::Round;
+use crate::Era;
 
 /// The authenticated identity a request was made by, as established by an authentication
 /// layer (for example OAuth token validation) and placed in the request's extensions.
@@ -36,18 +25,6 @@ pub enum Era {
 /// Request state minted for one principal is rejected when replayed by another.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Principal(pub String);
-
-/// The transport a request came in on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TransportKind {
-    /// Streamable HTTP.
-    Http,
-    /// Newline-delimited JSON over stdin/stdout.
-    Stdio,
-    /// In the same process.
-    Memory,
-}
 
 /// The request-scoped channel for notifications (progress, log messages) that travel on the
 /// request's own response stream.
@@ -106,17 +83,11 @@ pub(crate) struct ContextInner {
     pub(crate) extensions: http::Extensions,
     /// Bits of the last progress value sent (f64), to keep progress increasing.
     pub(crate) last_progress: AtomicU64,
-    /// The verified request state of this round (its plaintext `state` is in the params).
-    pub(crate) opened: Option<StatePayload>,
-    /// Answers and pins the multi round-trip layer wants sealed into the next round.
-    pub(crate) carry: Mutex<Option<Carry>>,
-    pub(crate) limits: MrtrLimits,
+    /// The multi round-trip round this request is (round 0 without request state).
+    pub(crate) round: Round,
     /// The legacy session serving the request (`None` on the modern wire).
     pub(crate) legacy: Option<super::legacy::LegacyPeer>,
 }
-
-/// Answers and question pins to seal into the next round's request state.
-pub(crate) type Carry = (Map<String, Value>, BTreeMap<String, QuestionDigest>);
 
 impl fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -168,8 +139,8 @@ impl RequestContext {
     }
 
     /// The era the request arrived on.
-    pub fn era(&self) -> &Era {
-        &self.inner.era
+    pub fn era(&self) -> Era {
+        self.inner.era
     }
 
     /// The legacy session a 2025-era request arrived on (`None` on the modern wire): what
@@ -260,36 +231,11 @@ impl RequestContext {
         self.inner.meta.progress_token.as_ref()
     }
 
-    /// The verified request state of this round, when the server seals request state and
-    /// the client sent one.
-    pub(crate) fn opened_state(&self) -> Option<&StatePayload> {
-        self.inner.opened.as_ref()
-    }
-
-    pub(crate) fn mrtr_limits(&self) -> MrtrLimits {
-        self.inner.limits
-    }
-
-    /// Records answers and pins to seal into the next round.
-    pub(crate) fn set_carry(
-        &self,
-        answers: Map<String, Value>,
-        pins: BTreeMap<String, QuestionDigest>,
-    ) {
-        *self.inner.carry.lock().unwrap_or_else(|e| e.into_inner()) = Some((answers, pins));
-    }
-
-    pub(crate) fn take_carry(&self) -> Option<Carry> {
-        self.inner
-            .carry
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-    }
-
-    /// How many `input_required` rounds preceded this request (0 without verified state).
-    pub fn round(&self) -> u32 {
-        self.inner.opened.as_ref().map_or(0, |p| p.round)
+    /// The multi round-trip round this request is: how many `input_required` rounds came
+    /// before it (0 on a first request, and without sealed request state), and which
+    /// questions the answers in its `inputResponses` answer.
+    pub fn round(&self) -> &Round {
+        &self.inner.round
     }
 
     /// The log level the client opted into for this request, if any.

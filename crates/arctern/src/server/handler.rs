@@ -18,9 +18,9 @@ use arctern_types::tools::{
 };
 
 use super::context::RequestContext;
+use super::listed::Listed;
 use super::mirror::MirroredParam;
-use super::outcome::Outcome;
-use super::prepared::PreparedResult;
+use crate::Outcome;
 
 /// What a handler method returns: a result, or a protocol error sent back as a JSON-RPC error
 /// object.
@@ -37,25 +37,30 @@ pub type HandlerResult<T> = Result<T, ErrorObject>;
 ///
 /// `call_tool`, `get_prompt` and `read_resource` may answer with
 /// [`Outcome::InputRequired`] to ask the client for input; the client answers and retries the
-/// same request with `input_responses` (and `request_state` echoed). With request-state
-/// sealing enabled on the server, `request_state` is sealed on the way out and verified and
-/// opened on the way in, so the handler only ever sees its own plaintext.
+/// same request with `input_responses` and `request_state`. The server's request-state
+/// boundary sits between the wire and these methods (on both eras):
 ///
-/// The server answers the list methods through `list_tools_prepared` and its siblings,
-/// which by default send what `list_tools` (and so on) return. A handler whose lists rarely
-/// change can override them instead, to send pages serialized once (see
-/// [`PreparedResult`]).
+/// - `request_state` is sealed on the way out and verified and opened on the way in, so the
+///   handler only ever sees its own plaintext;
+/// - `input_responses` holds every answer of the flow so far (the server carries earlier
+///   rounds' answers in the sealed state), each pinned to the question it answers
+///   ([`RequestContext::round`]);
+/// - the round cap, the per-round question cap and the client's capabilities are checked
+///   before anything is asked.
+///
+/// The list methods return a [`Listed`] page: `Ok(page.into())`, or a page serialized once
+/// and shared ([`Listed::shared`]) for lists that rarely change.
 ///
 /// ```
-/// use arctern::server::{Handler, HandlerResult, RequestContext};
+/// use arctern::server::{Handler, HandlerResult, Listed, RequestContext};
 /// use arctern::types::tools::{ListToolsRequestParams, ListToolsResult};
 ///
 /// struct Empty;
 ///
 /// impl Handler for Empty {
 ///     async fn list_tools(&self, _ctx: RequestContext, _params: ListToolsRequestParams)
-///         -> HandlerResult<ListToolsResult> {
-///         Ok(ListToolsResult::default())
+///         -> HandlerResult<Listed<ListToolsResult>> {
+///         Ok(ListToolsResult::default().into())
 ///     }
 /// }
 /// ```
@@ -65,22 +70,9 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         ctx: RequestContext,
         params: ListToolsRequestParams,
-    ) -> impl Future<Output = HandlerResult<ListToolsResult>> + Send {
+    ) -> impl Future<Output = HandlerResult<Listed<ListToolsResult>>> + Send {
         let _ = (ctx, params);
         not_found(methods::TOOLS_LIST)
-    }
-
-    /// `tools/list` as the server sends it: the default sends what
-    /// [`list_tools`](Self::list_tools) returns. Override it to return a page serialized once
-    /// and shared ([`PreparedResult::shared`]); the server then calls only this method for
-    /// `tools/list`, on both the modern and the legacy wire, so `list_tools` only serves direct
-    /// callers.
-    fn list_tools_prepared(
-        &self,
-        ctx: RequestContext,
-        params: ListToolsRequestParams,
-    ) -> impl Future<Output = HandlerResult<PreparedResult<ListToolsResult>>> + Send {
-        async move { self.list_tools(ctx, params).await.map(PreparedResult::from) }
     }
 
     /// `tools/call`. Argument validation failures belong in an `isError` result; an unknown
@@ -99,24 +91,9 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         ctx: RequestContext,
         params: ListPromptsRequestParams,
-    ) -> impl Future<Output = HandlerResult<ListPromptsResult>> + Send {
+    ) -> impl Future<Output = HandlerResult<Listed<ListPromptsResult>>> + Send {
         let _ = (ctx, params);
         not_found(methods::PROMPTS_LIST)
-    }
-
-    /// `prompts/list` as the server sends it: by default what
-    /// [`list_prompts`](Self::list_prompts) returns. See
-    /// [`list_tools_prepared`](Self::list_tools_prepared).
-    fn list_prompts_prepared(
-        &self,
-        ctx: RequestContext,
-        params: ListPromptsRequestParams,
-    ) -> impl Future<Output = HandlerResult<PreparedResult<ListPromptsResult>>> + Send {
-        async move {
-            self.list_prompts(ctx, params)
-                .await
-                .map(PreparedResult::from)
-        }
     }
 
     /// `prompts/get`. An unknown prompt or a missing required argument is `-32602`.
@@ -134,24 +111,9 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         ctx: RequestContext,
         params: ListResourcesRequestParams,
-    ) -> impl Future<Output = HandlerResult<ListResourcesResult>> + Send {
+    ) -> impl Future<Output = HandlerResult<Listed<ListResourcesResult>>> + Send {
         let _ = (ctx, params);
         not_found(methods::RESOURCES_LIST)
-    }
-
-    /// `resources/list` as the server sends it: by default what
-    /// [`list_resources`](Self::list_resources) returns. See
-    /// [`list_tools_prepared`](Self::list_tools_prepared).
-    fn list_resources_prepared(
-        &self,
-        ctx: RequestContext,
-        params: ListResourcesRequestParams,
-    ) -> impl Future<Output = HandlerResult<PreparedResult<ListResourcesResult>>> + Send {
-        async move {
-            self.list_resources(ctx, params)
-                .await
-                .map(PreparedResult::from)
-        }
     }
 
     /// `resources/templates/list`.
@@ -159,25 +121,9 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         ctx: RequestContext,
         params: ListResourceTemplatesRequestParams,
-    ) -> impl Future<Output = HandlerResult<ListResourceTemplatesResult>> + Send {
+    ) -> impl Future<Output = HandlerResult<Listed<ListResourceTemplatesResult>>> + Send {
         let _ = (ctx, params);
         not_found(methods::RESOURCES_TEMPLATES_LIST)
-    }
-
-    /// `resources/templates/list` as the server sends it: by default what
-    /// [`list_resource_templates`](Self::list_resource_templates) returns. See
-    /// [`list_tools_prepared`](Self::list_tools_prepared).
-    fn list_resource_templates_prepared(
-        &self,
-        ctx: RequestContext,
-        params: ListResourceTemplatesRequestParams,
-    ) -> impl Future<Output = HandlerResult<PreparedResult<ListResourceTemplatesResult>>> + Send
-    {
-        async move {
-            self.list_resource_templates(ctx, params)
-                .await
-                .map(PreparedResult::from)
-        }
     }
 
     /// `resources/read`. An unknown resource is `-32602` with `data.uri`, never an empty

@@ -1,45 +1,60 @@
 //! MCP servers.
 //!
 //! Two levels:
+//! - [`McpServer`]: register tools, prompts, resources and templates as plain async
+//!   functions whose parameters are extractors ([`extract`], and the multi round-trip
+//!   answers of [`mrtr`]); it builds the [`Server`] for you.
 //! - [`Handler`]: one async method per protocol method, for full control. Wrap it in a
 //!   [`Server`] with a [`ServerConfig`].
-//! - [`McpServer`]: register tools, prompts, resources and templates as plain async
-//!   functions whose parameters are extractors; it builds the [`Server`] for you.
 //!
-//! Either way the [`Server`] validates every request's envelope, answers `server/discover`
-//! and `subscriptions/listen`, stamps results, and is served by any transport.
+//! Either way the [`Server`] validates every request's envelope (or, for a 2025-era client,
+//! its session), verifies and seals multi round-trip state, runs the [`middleware`], answers
+//! `server/discover` and `subscriptions/listen`, stamps results, and is served by any
+//! transport. The rooms:
+//!
+//! | module | for |
+//! | --- | --- |
+//! | this one | writing a server: [`McpServer`], [`RequestContext`], [`Handler`], configuration |
+//! | [`extract`] | handler parameters: [`Args`](extract::Args), [`State`](extract::State), and writing your own extractor |
+//! | [`mrtr`] | multi round-trip requests: questions, answers, limits |
+//! | [`middleware`] | code around every handler call, on both eras |
+//! | [`connection`] | writing a transport: [`Connection`](connection::Connection), [`Reply`](connection::Reply) |
 
 mod config;
 mod context;
 mod engine;
 mod handler;
 mod legacy;
+mod listed;
 mod mcp;
 mod mirror;
-mod mrtr;
 mod note_channel;
-mod outcome;
-mod prepared;
-mod reply;
 mod subscriptions;
 mod wire;
 
+pub mod connection;
+pub mod extract;
+pub mod middleware;
+pub mod mrtr;
+
+pub use crate::Outcome;
 pub use config::{CacheHint, CachePolicy, PrincipalHook, ServerConfig};
-pub use context::{Era, Principal, RequestContext, TransportKind};
-pub(crate) use engine::encode_error;
-pub use engine::{RequestOrigin, Server, WireHeaders};
+pub use context::{Principal, RequestContext};
+pub use engine::Server;
 pub use handler::{Handler, HandlerResult, resource_not_found};
 pub use legacy::{DEFAULT_INPUT_TIMEOUT, LegacyConfig, LegacyPeer};
-pub(crate) use legacy::{
-    Initialized, LegacySession, has_modern_envelope, is_legacy_initialize, random_hex,
+pub use listed::{ListResult, Listed};
+pub use mcp::{
+    Blob, BuiltServer, CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn, IntoCompletion,
+    IntoPromptResult, IntoReadResult, IntoToolResult, Json, McpHandler, McpServer, PromptSpec,
+    RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate, UriTemplateError,
 };
-pub use mcp::*;
 pub use mirror::MirroredParam;
-pub use mrtr::{
-    Answer, AnswerOutcome, Ask, AskContext, Asked, Collect, Decision, Interrupt, MrtrLimits,
-    NotYet, Question, Questions, RequestState, Responses, Roots, Sample, SamplingQuestion,
-};
-pub use outcome::Outcome;
-pub use prepared::{Preparable, PreparedResult};
-pub use reply::{Reply, ReplyStream};
 pub use subscriptions::{Change, ChangeNotifier};
+
+#[cfg(feature = "http")]
+pub(crate) use engine::encode_error;
+#[cfg(any(feature = "http", feature = "testing"))]
+pub(crate) use legacy::is_legacy_initialize;
+#[cfg(feature = "http")]
+pub(crate) use legacy::{has_modern_envelope, random_hex};

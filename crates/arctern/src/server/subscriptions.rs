@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::reply::ReplyStream;
+use super::connection::ReplyStream;
 
 /// Changes a server can announce on `subscriptions/listen` streams.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::config::CacheHint;
+use super::middleware::Request;
 use crate::state::{ArgsDigest, args_digest, args_digest_of_object};
 
 /// Request params the engine can parse: it takes the `_meta` envelope out of them and may
@@ -20,6 +21,11 @@ pub(crate) trait WireParams: DeserializeOwned + Send + 'static {
     }
     /// For `tools/call`: the tool and its arguments, which `Mcp-Param-*` headers mirror.
     fn tool_call(&self) -> Option<(&str, Option<&JsonObject>)> {
+        None
+    }
+    /// For `tools/call`, `prompts/get` and `resources/read`: what the request-state
+    /// boundary reads and rewrites.
+    fn mrtr(&mut self) -> Option<&mut dyn MrtrParams> {
         None
     }
 }
@@ -43,13 +49,17 @@ pub trait WireResult: Serialize + Send + 'static {
 }
 
 macro_rules! wire_params {
-    ($($t:ty $(=> $name:ident)?),* $(,)?) => {$(
+    ($($t:ty $(, name: $name:ident)? $(, mrtr: $mrtr:tt)?);* $(;)?) => {$(
         impl WireParams for $t {
             fn take_meta(&mut self) -> RequestMeta {
                 std::mem::take(&mut self.meta)
             }
             $(fn mirrored_name(&self) -> Option<&str> {
                 Some(&self.$name)
+            })?
+            $(fn mrtr(&mut self) -> Option<&mut dyn MrtrParams> {
+                let _ = $mrtr;
+                Some(self)
             })?
         }
     )*};
@@ -65,15 +75,30 @@ impl WireParams for arctern_types::tools::CallToolRequestParams {
     fn tool_call(&self) -> Option<(&str, Option<&JsonObject>)> {
         Some((&self.name, self.arguments.as_ref()))
     }
+    fn mrtr(&mut self) -> Option<&mut dyn MrtrParams> {
+        Some(self)
+    }
 }
 
 wire_params!(
-    arctern_types::base::PaginatedRequestParams,
-    arctern_types::prompts::GetPromptRequestParams => name,
-    arctern_types::resources::ReadResourceRequestParams => uri,
-    arctern_types::completion::CompleteRequestParams,
-    arctern_types::subscriptions::SubscriptionsListenRequestParams,
+    arctern_types::base::PaginatedRequestParams;
+    arctern_types::prompts::GetPromptRequestParams, name: name, mrtr: ();
+    arctern_types::resources::ReadResourceRequestParams, name: uri, mrtr: ();
+    arctern_types::completion::CompleteRequestParams;
+    arctern_types::subscriptions::SubscriptionsListenRequestParams;
 );
+
+impl Request {
+    /// The multi round-trip part of a `tools/call`, `prompts/get` or `resources/read`.
+    pub(crate) fn mrtr(&mut self) -> Option<&mut dyn MrtrParams> {
+        match self {
+            Request::CallTool(p) => Some(p),
+            Request::GetPrompt(p) => Some(p),
+            Request::ReadResource(p) => Some(p),
+            _ => None,
+        }
+    }
+}
 
 /// Params of `tools/call`, `prompts/get` and `resources/read`: what request state is bound
 /// to, and the state itself.

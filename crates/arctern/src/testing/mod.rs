@@ -19,7 +19,9 @@
 //! [`TestClient::assert_rounds`] checks how many there were.
 //!
 //! ```
-//! use arctern::server::{Answer, Args, Ask, AskContext, McpServer, NotYet, Question};
+//! use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+//! use arctern::server::extract::Args;
+//! use arctern::server::McpServer;
 //! use arctern::testing::{self, TestClient};
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
@@ -77,7 +79,8 @@
 //! fixed rejection, `{"code":-32602,"message":"Invalid or expired requestState"}`.
 //!
 //! ```
-//! use arctern::server::{Answer, Ask, AskContext, McpServer, NotYet, Question};
+//! use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+//! use arctern::server::McpServer;
 //! use arctern::state::{ManualClock, StateSealer};
 //! use arctern::testing::{TestClient, assert_invalid_state};
 //! use schemars::JsonSchema;
@@ -113,6 +116,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(all(feature = "auth", feature = "http"))]
+mod auth_server;
 mod record;
 mod replay;
 mod script;
@@ -131,6 +136,11 @@ use arctern_types::tools::CallToolResult;
 use serde::Serialize;
 use serde_json::Value;
 
+#[cfg(all(feature = "auth", feature = "http"))]
+pub use auth_server::{
+    INTROSPECTION_CLIENT_ID, INTROSPECTION_CLIENT_SECRET, TestAuthServer, TestAuthServerBuilder,
+    TokenRequest,
+};
 pub use record::Round;
 pub use replay::{Replay, assert_invalid_state, is_invalid_state};
 pub use script::UnscriptedQuestion;

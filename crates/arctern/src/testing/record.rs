@@ -10,7 +10,7 @@ use arctern_types::jsonrpc::{JsonRpcMessage, RequestId};
 use arctern_types::legacy::ServerRequest;
 use arctern_types::methods;
 use arctern_types::mrtr::{
-    InputRequests, InputRequiredResult, InputResponse, InputResponses, MaybeInputRequired,
+    InputRequests, InputRequiredResult, InputResponse, InputResponses, Outcome,
 };
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
@@ -256,17 +256,16 @@ impl Open {
     fn observe(&mut self, message: &JsonRpcMessage, shared: &Shared) -> bool {
         match message {
             JsonRpcMessage::Response(r) if r.id == self.id => {
-                self.round.outcome =
-                    match serde_json::from_str::<MaybeInputRequired<Value>>(r.result.get()) {
-                        Ok(MaybeInputRequired::InputRequired(irr)) => {
-                            self.round.questions = irr.input_requests.clone().unwrap_or_default();
-                            RoundOutcome::InputRequired(irr)
-                        }
-                        Ok(MaybeInputRequired::Complete(value)) => RoundOutcome::Complete(value),
-                        _ => RoundOutcome::Complete(
-                            serde_json::from_str(r.result.get()).unwrap_or(Value::Null),
-                        ),
-                    };
+                self.round.outcome = match serde_json::from_str::<Outcome<Value>>(r.result.get()) {
+                    Ok(Outcome::InputRequired(irr)) => {
+                        self.round.questions = irr.input_requests.clone().unwrap_or_default();
+                        RoundOutcome::InputRequired(irr)
+                    }
+                    Ok(Outcome::Complete(value)) => RoundOutcome::Complete(value),
+                    _ => RoundOutcome::Complete(
+                        serde_json::from_str(r.result.get()).unwrap_or(Value::Null),
+                    ),
+                };
                 true
             }
             JsonRpcMessage::Error(e) if e.id.as_ref().is_none_or(|id| *id == self.id) => {

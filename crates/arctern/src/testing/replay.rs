@@ -3,7 +3,7 @@
 use std::fmt::Debug;
 
 use arctern_types::methods;
-use arctern_types::mrtr::{InputResponse, InputResponses, MaybeInputRequired};
+use arctern_types::mrtr::{InputResponse, InputResponses};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -140,10 +140,10 @@ impl<'a> Replay<'a> {
 fn as_json<T: Serialize>(outcome: Outcome<T>) -> Result<Outcome<Value>> {
     let codec = |e| Error::new(ErrorKind::Codec, "could not encode a result").with_source(e);
     Ok(match outcome {
-        MaybeInputRequired::Complete(result) => {
-            MaybeInputRequired::Complete(serde_json::to_value(result).map_err(codec)?)
+        Outcome::Complete(result) => {
+            Outcome::Complete(serde_json::to_value(result).map_err(codec)?)
         }
-        MaybeInputRequired::InputRequired(irr) => MaybeInputRequired::InputRequired(irr),
+        Outcome::InputRequired(irr) => Outcome::InputRequired(irr),
         _ => {
             return Err(Error::new(
                 ErrorKind::InputRequired,

@@ -1,10 +1,10 @@
 //! An in-process transport: a [`Client`](crate::client::Client) talking to a
 //! [`Server`] in the same process.
 //!
-//! Nothing is short-circuited: every request is serialized, handed to
-//! [`Server::handle_bytes`](crate::server::Server::handle_bytes) as bytes, and every message
-//! of the answer is parsed back, exactly as over a wire. The handler runs inside the
-//! caller's future, so dropping a call drops the handler (cancellation).
+//! Nothing is short-circuited: every request is serialized, handed to a server
+//! [`Connection`] as bytes, and every message of the answer is parsed back, exactly as over
+//! a wire. The handler runs inside the caller's future, so dropping a call drops the handler
+//! (cancellation).
 //!
 //! With [`MemoryTransport::with_http_headers`] the client also builds the HTTP headers that
 //! mirror each request, and the server validates them as the Streamable HTTP transport
@@ -12,12 +12,12 @@
 //! testable without sockets.
 //!
 //! Both eras are served. A legacy `initialize` (one without the 2026-07-28 `_meta`
-//! envelope), sent to a server that serves the legacy era, opens a legacy session for the
-//! rest of the transport's life, as the first request of a stdio connection does: every
-//! later message goes to that session, the server's questions arrive on the call's own
-//! stream as server→client requests (the legacy shim), and the client's answers go back
-//! through [`Transport::notify`]. [`Client::close`](crate::client::Client::close) ends the
-//! session.
+//! envelope), sent to a server that serves the legacy era, opens a legacy session, as the
+//! first request of a stdio connection does: every later message goes to that session, the
+//! server's questions arrive on the call's own stream as server→client requests (the legacy
+//! shim), and the client's answers go back through [`Transport::notify`]. Another legacy
+//! `initialize` (a client starting over) opens a new session on a new connection.
+//! [`Client::close`](crate::client::Client::close) ends the session.
 
 use std::sync::{Arc, Mutex};
 
@@ -28,17 +28,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::headers::{self, decode_value};
 use crate::client::{MessageStream, OutgoingMessage, Transport, UnroutedSink};
-use crate::server::{
-    Handler, Initialized, LegacySession, Reply, RequestOrigin, Server, TransportKind, WireHeaders,
-    is_legacy_initialize,
-};
-use crate::{Error, ErrorKind, Result};
+use crate::server::connection::{Connection, Reply, RequestOrigin, TransportKind, WireHeaders};
+use crate::server::{Handler, Server, is_legacy_initialize};
+use crate::{Era, Error, ErrorKind, Result};
 use arctern_types::jsonrpc::JsonRpcMessage;
 
 type Observe = Arc<dyn Fn(&OutgoingMessage) + Send + Sync>;
-
-/// The legacy session a legacy `initialize` opened, if any.
-type SessionSlot = Arc<Mutex<Option<Arc<LegacySession>>>>;
 
 /// A transport to an in-process [`Server`].
 pub struct MemoryTransport<H> {
@@ -47,37 +42,28 @@ pub struct MemoryTransport<H> {
     closed: CancellationToken,
     observe: Option<Observe>,
     extensions: http::Extensions,
-    session: SessionSlot,
-    /// Where the session's unsolicited notifications go (list changes, resource updates).
+    /// The server side of this transport (a new one when a client starts a legacy session
+    /// over).
+    connection: Arc<Mutex<Connection<H>>>,
+    /// Where a legacy session's unsolicited notifications go (list changes, resource
+    /// updates).
     unrouted: Arc<Mutex<Option<UnroutedSink>>>,
-    /// Hands them there.
-    outbound: Outbound,
 }
-
-type Outbound = Arc<dyn Fn(Bytes) + Send + Sync>;
 
 impl<H> std::fmt::Debug for MemoryTransport<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryTransport")
             .field("http_headers", &self.http_headers)
             .field("closed", &self.closed.is_cancelled())
-            .field("legacy", &lock(&self.session).is_some())
+            .field("era", &lock(&self.connection).era())
             .finish()
-    }
-}
-
-impl<H> MemoryTransport<H> {
-    fn end_session(&self) {
-        if let Some(session) = lock(&self.session).take() {
-            session.close();
-        }
     }
 }
 
 impl<H> Drop for MemoryTransport<H> {
     fn drop(&mut self) {
-        // The session ends with its only connection (its change forwarder stops).
-        self.end_session();
+        // A legacy session ends with its only client (its change forwarder stops).
+        lock(&self.connection).close();
     }
 }
 
@@ -90,14 +76,14 @@ impl<H: Handler> MemoryTransport<H> {
     /// A transport to `server`.
     pub fn new(server: Server<H>) -> Self {
         let unrouted = Arc::default();
+        let connection = connect(&server, &unrouted);
         MemoryTransport {
             server,
             http_headers: false,
             closed: CancellationToken::new(),
             observe: None,
             extensions: http::Extensions::new(),
-            session: Arc::default(),
-            outbound: outbound(&unrouted),
+            connection: Arc::new(Mutex::new(connection)),
             unrouted,
         }
     }
@@ -112,7 +98,7 @@ impl<H: Handler> MemoryTransport<H> {
 
     /// Whether a legacy `initialize` opened a legacy session on this transport.
     pub fn is_legacy(&self) -> bool {
-        lock(&self.session).is_some()
+        lock(&self.connection).era() == Some(Era::Legacy)
     }
 
     /// Builds and validates the mirrored HTTP headers as Streamable HTTP does.
@@ -164,64 +150,57 @@ impl<H: Handler> MemoryTransport<H> {
     }
 }
 
-/// Where a legacy session sends what belongs to no request: to the client's unrouted sink.
-fn outbound(unrouted: &Arc<Mutex<Option<UnroutedSink>>>) -> Outbound {
+/// A connection whose legacy session sends what belongs to no request to the client's
+/// unrouted sink.
+fn connect<H: Handler>(
+    server: &Server<H>,
+    unrouted: &Arc<Mutex<Option<UnroutedSink>>>,
+) -> Connection<H> {
     let unrouted = unrouted.clone();
-    Arc::new(move |bytes: Bytes| match parse(&bytes) {
-        Ok(JsonRpcMessage::Notification(note)) => {
-            let sink = lock(&unrouted).clone();
-            match sink {
-                Some(sink) => sink(note),
-                None => {
-                    tracing::debug!(method = %note.method, "dropped a session notification: no sink")
+    server
+        .connection(TransportKind::Memory)
+        .on_unsolicited(move |bytes: Bytes| match parse(&bytes) {
+            Ok(JsonRpcMessage::Notification(note)) => {
+                let sink = lock(&unrouted).clone();
+                match sink {
+                    Some(sink) => sink(note),
+                    None => {
+                        tracing::debug!(method = %note.method, "dropped a session notification: no sink")
+                    }
                 }
             }
-        }
-        _ => tracing::debug!("dropped an unsolicited session message that is no notification"),
-    })
+            _ => tracing::debug!("dropped an unsolicited session message that is no notification"),
+        })
 }
 
-/// Hands one message to the server: to the legacy session if one is open; a legacy
-/// `initialize` opens one (when the server serves the legacy era).
+/// Hands one message to the server. A legacy `initialize` on a connection that already has
+/// a session starts over on a new connection.
 async fn deliver<H: Handler>(
     server: &Server<H>,
-    session: &SessionSlot,
-    outbound: Outbound,
+    connection: &Arc<Mutex<Connection<H>>>,
+    unrouted: &Arc<Mutex<Option<UnroutedSink>>>,
     body: &[u8],
     origin: RequestOrigin,
 ) -> Reply {
-    let open = lock(session).clone();
-    if let Some(open) = open {
-        return match JsonRpcMessage::from_slice(body) {
-            Ok(message) => server.handle_legacy(&open, message, origin).await,
-            Err(e) => Reply::Message {
-                status: 200,
-                body: crate::server::encode_error(e.id.as_ref(), &e.error),
-            },
-        };
-    }
-    if !server.serves_legacy() {
-        return server.handle_bytes(body, origin).await;
-    }
-    match JsonRpcMessage::from_slice(body) {
-        Ok(JsonRpcMessage::Request(request))
-            if is_legacy_initialize(&request.method, request.params.as_deref()) =>
-        {
-            match server.legacy_initialize(&request, outbound) {
-                Initialized::Session(opened, body) => {
-                    let previous = lock(session).replace(opened);
-                    if let Some(previous) = previous {
-                        previous.close();
-                    }
-                    Reply::Message { status: 200, body }
-                }
-                // A refused initialize decides nothing; the client may try again.
-                Initialized::Refused(body) => Reply::Message { status: 200, body },
-            }
+    let message = match JsonRpcMessage::from_slice(body) {
+        Ok(message) => message,
+        Err(_) => {
+            let current = lock(connection).clone();
+            return current.handle_bytes(body, origin).await;
         }
-        Ok(message) => server.handle(message, origin).await,
-        Err(_) => server.handle_bytes(body, origin).await,
-    }
+    };
+    let current = {
+        let mut current = lock(connection);
+        if let JsonRpcMessage::Request(request) = &message
+            && current.era() == Some(Era::Legacy)
+            && is_legacy_initialize(&request.method, request.params.as_deref())
+        {
+            current.close();
+            *current = connect(server, unrouted);
+        }
+        current.clone()
+    };
+    current.handle(message, origin).await
 }
 
 /// Parses one message of the server's answer.
@@ -243,14 +222,14 @@ impl<H: Handler> Transport for MemoryTransport<H> {
         let server = self.server.clone();
         let origin = self.origin(&request);
         let closed = self.closed.clone();
-        let session = self.session.clone();
-        let outbound = self.outbound.clone();
+        let connection = self.connection.clone();
+        let unrouted = self.unrouted.clone();
         async move {
             if closed.is_cancelled() {
                 return Err(Error::new(ErrorKind::Closed, "the transport is closed"));
             }
             let reply = tokio::select! {
-                reply = deliver(&server, &session, outbound, &request.body, origin) => reply,
+                reply = deliver(&server, &connection, &unrouted, &request.body, origin) => reply,
                 _ = closed.cancelled() => {
                     return Err(Error::new(ErrorKind::Closed, "the transport is closed"));
                 }
@@ -274,7 +253,10 @@ impl<H: Handler> Transport for MemoryTransport<H> {
                         .chain(tail)
                         .boxed()
                 }
-                Reply::Accepted => {
+                Reply::Cancelled => {
+                    return Err(Error::new(ErrorKind::Closed, "the request was cancelled"));
+                }
+                _ => {
                     return Err(Error::new(
                         ErrorKind::Transport,
                         "the server accepted a request as if it were a notification",
@@ -292,10 +274,10 @@ impl<H: Handler> Transport for MemoryTransport<H> {
         }
         let server = self.server.clone();
         let origin = self.origin(&notification);
-        let session = self.session.clone();
-        let outbound = self.outbound.clone();
+        let connection = self.connection.clone();
+        let unrouted = self.unrouted.clone();
         async move {
-            match deliver(&server, &session, outbound, &notification.body, origin).await {
+            match deliver(&server, &connection, &unrouted, &notification.body, origin).await {
                 Reply::Accepted => Ok(()),
                 other => Err(Error::new(
                     ErrorKind::Transport,
@@ -312,7 +294,7 @@ impl<H: Handler> Transport for MemoryTransport<H> {
 
     fn close(&self) -> BoxFuture<'static, Result<()>> {
         self.closed.cancel();
-        self.end_session();
+        lock(&self.connection).close();
         std::future::ready(Ok(())).boxed()
     }
 }

@@ -3,7 +3,7 @@
 //! A legacy client opens a session with `initialize`; the server remembers the negotiated
 //! version, the client's capabilities and its log level for the session, and serves every
 //! later request with a [`RequestContext`](crate::server::RequestContext) built from them
-//! ([`Era::Legacy`](crate::server::Era::Legacy)). Results are written in the legacy shape
+//! ([`Era::Legacy`](crate::Era::Legacy)). Results are written in the legacy shape
 //! (no `resultType`, `ttlMs` or `cacheScope`).
 //!
 //! Handlers written in the multi round-trip style work unchanged: when one returns
@@ -14,37 +14,36 @@
 //! The transports own the sessions: the Streamable HTTP transport keys them by
 //! `Mcp-Session-Id`; stdio has one per connection, fixed by the connection's first request.
 
-mod engine;
+mod initialize;
 mod session;
-mod shim;
+pub(crate) mod shim;
 
 use std::time::Duration;
 
 use arctern_types::ProtocolVersion;
 
-pub(crate) use engine::{Initialized, has_modern_envelope, is_legacy_initialize};
+#[cfg(feature = "http")]
+pub(crate) use initialize::has_modern_envelope;
+pub(crate) use initialize::{Initialized, is_legacy_initialize, legacy_error};
 pub use session::LegacyPeer;
-pub(crate) use session::LegacySession;
+pub(crate) use session::{LegacySession, Outbound};
 
 /// `bytes` random bytes as lower-case hex, from the operating system's generator (session
-/// ids and elicitation ids must not be guessable).
-pub(crate) fn random_hex(bytes: usize) -> String {
+/// ids and elicitation ids must not be guessable). `None` when the generator fails: the
+/// caller refuses what needed the id rather than mint a guessable one.
+pub(crate) fn random_hex(bytes: usize) -> Option<String> {
     use rand::TryRng as _;
+    use std::fmt::Write as _;
     let mut buf = vec![0u8; bytes];
-    if rand::rngs::SysRng.try_fill_bytes(&mut buf).is_err() {
-        // Not expected on any supported platform; a unique (if guessable) id is still an id.
-        static FALLBACK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n = FALLBACK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        return format!("{nanos:x}{n:x}");
+    if let Err(e) = rand::rngs::SysRng.try_fill_bytes(&mut buf) {
+        tracing::error!(error = %e, "the operating system's random generator failed");
+        return None;
     }
     let mut out = String::with_capacity(bytes * 2);
     for b in buf {
-        out.push_str(&format!("{b:02x}"));
+        let _ = write!(out, "{b:02x}");
     }
-    out
+    Some(out)
 }
 
 /// How a server serves legacy (2025-era) clients.
@@ -58,6 +57,7 @@ pub(crate) fn random_hex(bytes: usize) -> String {
 /// # let _ = config;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LegacyConfig {
     /// The legacy revisions served, preferred first; empty turns the legacy era off
     /// (`initialize` is then refused like any unknown method). Default: 2025-11-25 and

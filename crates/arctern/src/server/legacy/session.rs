@@ -16,13 +16,14 @@ use arctern_types::methods;
 use arctern_types::notifications::{
     CancelledNotificationParams, ResourceUpdatedNotificationParams,
 };
-use arctern_types::{ErrorObject, ProtocolVersion, RequestId};
+use arctern_types::{ErrorObject, ProtocolVersion, RequestId, RequestMeta};
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::context::{NotificationSink, TransportKind};
+use crate::server::connection::TransportKind;
+use crate::server::context::NotificationSink;
 use crate::server::subscriptions::{Change, covers};
 use crate::{Error, ErrorKind};
 
@@ -85,6 +86,19 @@ impl LegacySession {
             next_id: AtomicI64::new(1),
             cancel,
             outbound,
+        }
+    }
+
+    /// The envelope of a request on this session: what `initialize` negotiated stands in for
+    /// the 2026-07-28 `_meta` (and wins over anything a legacy client put there; its progress
+    /// token and other members are kept).
+    pub(crate) fn envelope(&self, meta: RequestMeta) -> RequestMeta {
+        RequestMeta {
+            protocol_version: Some(self.version.as_str().to_owned()),
+            client_capabilities: Some(self.capabilities.clone()),
+            client_info: Some(self.client_info.clone()),
+            log_level: Some(self.log_level()),
+            ..meta
         }
     }
 

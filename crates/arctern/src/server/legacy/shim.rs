@@ -101,5 +101,7 @@ fn client_failed(method: &str, error: &crate::Error) -> ErrorObject {
 fn elicitation_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{}-{n}", super::random_hex(8))
+    // Unique by the counter even if the generator failed (the id is a correlation id, not a
+    // secret: the session it belongs to is).
+    format!("{}-{n}", super::random_hex(8).unwrap_or_default())
 }

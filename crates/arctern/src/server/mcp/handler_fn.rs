@@ -4,8 +4,8 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::extract::{CallParts, Describe, Extracted, FromCall, Rejection};
-use crate::server::mrtr::Interrupt;
+use crate::server::extract::{CallParts, Extracted, FromCall, Rejection, Signature};
+use crate::server::mrtr::InputState;
 
 /// A boxed, sendable future.
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -13,12 +13,11 @@ pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// What running a handler's extractors and body produced, before it is turned into the
 /// protocol result of its kind.
 pub(crate) enum Run<R> {
-    /// The body ran and returned this.
-    Done(R),
+    /// The body ran and returned this; the input state tells whether a run-time question
+    /// stopped it.
+    Done(R, InputState),
     /// The body did not run: questions are pending (they are queued in the input state).
-    Pending(CallParts),
-    /// The body asked a question at run time and stopped at `?`.
-    Interrupted(CallParts, Interrupt),
+    Pending(InputState),
     /// An extractor rejected the call.
     Rejected(Rejection),
 }
@@ -28,6 +27,13 @@ pub(crate) enum Run<R> {
 ///
 /// Implemented for `Fn(E1, .., En) -> impl Future<Output = R>` up to 12 parameters, where each
 /// `Ei` is a [`FromCall<S>`] extractor. You never implement this yourself.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler: it must be an async function whose parameters are extractors",
+    label = "not a handler",
+    note = "a handler is `async fn(E1, E2, ..) -> R` (at most 12 parameters), each `E` an extractor such as `Args<T>`, `State<S>`, `RequestContext`, `Answer<Q>`, `Questions`",
+    note = "the future must be `Send + 'static`: don't hold a reference to a parameter or a non-`Send` value (an `Rc`, a `MutexGuard`) across an `.await`",
+    note = "the return type must turn into the call's result: `IntoToolResult`, `IntoPromptResult` or `IntoReadResult`"
+)]
 pub trait HandlerFn<T, S>: Clone + Send + Sync + Sized + 'static {
     /// The function's return type.
     type Output: Send + 'static;
@@ -38,7 +44,7 @@ pub trait HandlerFn<T, S>: Clone + Send + Sync + Sized + 'static {
 
     /// What the parameters declare.
     #[doc(hidden)]
-    fn describe_params(describe: &mut Describe);
+    fn describe_params(describe: &mut Signature);
 }
 
 /// Opaque result of [`HandlerFn::run`].
@@ -71,20 +77,14 @@ macro_rules! impl_handler_fn {
                     _ => { pending = true; None }
                 };)*
                 if pending {
-                    return Box::pin(std::future::ready(RunOutput(Run::Pending(parts))));
+                    return Box::pin(std::future::ready(RunOutput(Run::Pending(parts.input))));
                 }
-                let interrupt = parts.input.interrupt_slot();
                 let fut = (self)($($e.expect("extracted")),*);
-                Box::pin(async move {
-                    let out = fut.await;
-                    match interrupt.take() {
-                        Some(i) => RunOutput(Run::Interrupted(parts, i)),
-                        None => RunOutput(Run::Done(out)),
-                    }
-                })
+                let input = parts.input;
+                Box::pin(async move { RunOutput(Run::Done(fut.await, input)) })
             }
 
-            fn describe_params(describe: &mut Describe) {
+            fn describe_params(describe: &mut Signature) {
                 $(<$e as FromCall<S>>::describe(describe);)*
             }
         }

@@ -1,29 +1,36 @@
 //! Prompts: registration, return types, and the erased handler the registry stores.
 
-use std::marker::PhantomData;
-use std::sync::Arc;
+use std::fmt::Display;
 
 use arctern_types::ErrorObject;
 use arctern_types::meta::JsonObject;
 use arctern_types::prompts::{GetPromptResult, Prompt, PromptArgument, PromptMessage};
 use serde_json::Value;
 
-use super::extract::{CallParts, Describe, Form};
-use super::handler_fn::{BoxFuture, HandlerFn, Run};
+use super::entry::{Convert, Entry, HandlerError, Kind, erase};
+use super::handler_fn::HandlerFn;
+use crate::Outcome;
+use crate::server::extract::{MrtrStyle, Rejection, Signature};
 use crate::server::handler::HandlerResult;
-use crate::server::outcome::Outcome;
 
 /// What a prompt handler returns, turned into a `prompts/get` result.
 ///
 /// Implemented for [`GetPromptResult`], `Vec<PromptMessage>`, [`PromptMessage`], `String` (one
 /// user message), `Outcome<GetPromptResult>` (the manual multi round-trip form), and
-/// `Result<T, E>` where `E` converts into a JSON-RPC error.
+/// `Result<T, E>` for any `E: Display` (`anyhow::Error` included): an
+/// [`ErrorObject`] is sent as the JSON-RPC error it is, any other error as `-32603` with a
+/// generic message (the real one is logged).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a prompt handler",
+    label = "not a prompt result",
+    note = "a prompt handler returns `String`, `PromptMessage`, `Vec<PromptMessage>`, `GetPromptResult`, `Outcome<GetPromptResult>`, or a `Result` of one of them with any `E: Display` (such as `anyhow::Error`)"
+)]
 pub trait IntoPromptResult: Send + 'static {
     /// Converts into the protocol result.
     fn into_prompt_result(self) -> HandlerResult<Outcome<GetPromptResult>>;
 
     /// Declares a multi round-trip form, at registration.
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         let _ = describe;
     }
 }
@@ -59,24 +66,24 @@ impl IntoPromptResult for Outcome<GetPromptResult> {
         Ok(self)
     }
 
-    fn describe(describe: &mut Describe) {
-        describe.form(Form::Manual, "the Outcome return type");
+    fn describe(describe: &mut Signature) {
+        describe.style(MrtrStyle::Manual, "the Outcome return type");
     }
 }
 
 impl<T, E> IntoPromptResult for Result<T, E>
 where
     T: IntoPromptResult,
-    E: Into<ErrorObject> + Send + 'static,
+    E: Display + Send + 'static,
 {
     fn into_prompt_result(self) -> HandlerResult<Outcome<GetPromptResult>> {
         match self {
             Ok(t) => t.into_prompt_result(),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(HandlerError::of(e).into_protocol("prompt")),
         }
     }
 
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         T::describe(describe);
     }
 }
@@ -89,6 +96,8 @@ pub struct PromptSpec {
 }
 
 impl PromptSpec {
+    common_setters!(prompt);
+
     /// A prompt called `name`.
     pub fn new(name: impl Into<String>) -> Self {
         let mut prompt = Prompt::new(name, "");
@@ -99,24 +108,6 @@ impl PromptSpec {
         }
     }
 
-    /// What the prompt is for.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.prompt.description = Some(description.into());
-        self
-    }
-
-    /// A human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.prompt.title = Some(title.into());
-        self
-    }
-
-    /// Prompt `_meta`.
-    pub fn meta(mut self, meta: JsonObject) -> Self {
-        self.prompt.meta = Some(meta);
-        self
-    }
-
     /// Explicit arguments, instead of those derived from the handler's `Args`.
     pub fn arguments(mut self, arguments: Vec<PromptArgument>) -> Self {
         self.prompt.arguments = Some(arguments);
@@ -125,68 +116,44 @@ impl PromptSpec {
     }
 }
 
-impl<S> Clone for PromptEntry<S> {
-    fn clone(&self) -> Self {
-        PromptEntry {
-            prompt: self.prompt.clone(),
-            handler: self.handler.clone(),
-            asks: self.asks,
-        }
+/// Prompts: a kind of registered handler.
+pub(crate) struct Prompts;
+
+impl Kind for Prompts {
+    type Def = Prompt;
+    type Result = GetPromptResult;
+
+    fn refusal(message: String) -> HandlerResult<Outcome<GetPromptResult>> {
+        Err(ErrorObject::invalid_params(message))
+    }
+
+    fn rejection(rejection: Rejection) -> HandlerResult<Outcome<GetPromptResult>> {
+        Err(rejection.into_error())
+    }
+
+    fn failed(result: &HandlerResult<Outcome<GetPromptResult>>) -> bool {
+        result.is_err()
     }
 }
 
-pub(crate) struct PromptEntry<S> {
-    pub(crate) prompt: Prompt,
-    pub(crate) handler: Arc<dyn ErasedPrompt<S>>,
-    /// Asks typed questions, whose answers are pinned in sealed request state.
-    pub(crate) asks: bool,
+impl<T: IntoPromptResult> Convert<Prompts> for T {
+    fn convert(
+        self,
+        _target: &str,
+        _mime: Option<&str>,
+    ) -> HandlerResult<Outcome<GetPromptResult>> {
+        self.into_prompt_result()
+    }
+
+    fn describe(signature: &mut Signature) {
+        <T as IntoPromptResult>::describe(signature);
+    }
 }
 
-pub(crate) trait ErasedPrompt<S>: Send + Sync {
-    fn call(
-        &self,
-        parts: CallParts,
-        state: S,
-    ) -> BoxFuture<HandlerResult<Outcome<GetPromptResult>>>;
-}
-
-struct PromptFn<H, T> {
+pub(crate) fn prompt_entry<H, T, S>(
+    spec: PromptSpec,
     handler: H,
-    _marker: PhantomData<fn() -> T>,
-}
-
-impl<H, T, S> ErasedPrompt<S> for PromptFn<H, T>
-where
-    H: HandlerFn<T, S>,
-    H::Output: IntoPromptResult,
-    S: Send + 'static,
-{
-    fn call(
-        &self,
-        parts: CallParts,
-        state: S,
-    ) -> BoxFuture<HandlerResult<Outcome<GetPromptResult>>> {
-        let run = self.handler.clone().run(parts, state);
-        Box::pin(async move {
-            match run.await.0 {
-                Run::Done(out) => out.into_prompt_result(),
-                Run::Pending(parts) => {
-                    let CallParts { ctx, input, .. } = parts;
-                    input.finish_round(&ctx, None, |msg| Err(ErrorObject::invalid_params(msg)))
-                }
-                Run::Interrupted(parts, interrupt) => {
-                    let CallParts { ctx, input, .. } = parts;
-                    input.finish_round(&ctx, Some(interrupt), |msg| {
-                        Err(ErrorObject::invalid_params(msg))
-                    })
-                }
-                Run::Rejected(r) => Err(r.into_error()),
-            }
-        })
-    }
-}
-
-pub(crate) fn prompt_entry<H, T, S>(spec: PromptSpec, handler: H) -> Result<PromptEntry<S>, String>
+) -> Result<Entry<Prompts, S>, String>
 where
     H: HandlerFn<T, S>,
     H::Output: IntoPromptResult,
@@ -197,24 +164,18 @@ where
     if let Err(why) = super::validate_name(&name) {
         return Err(format!("prompt {name:?}: {why}"));
     }
-    let mut describe = Describe::default();
-    H::describe_params(&mut describe);
-    <H::Output as IntoPromptResult>::describe(&mut describe);
-    let describe = describe.finish(&format!("prompt {name:?}"))?;
-    let asks = describe.uses_dependency_form();
+    let (handler, signature) = erase::<Prompts, _, _, _>(&format!("prompt {name:?}"), handler)?;
+    let asks = signature.uses_dependency_form();
     let mut prompt = spec.prompt;
     if !spec.explicit_arguments
-        && let Some(schema) = &describe.input_schema
+        && let Some(schema) = &signature.input_schema
     {
         let arguments = arguments_from_schema(schema);
         prompt.arguments = (!arguments.is_empty()).then_some(arguments);
     }
-    Ok(PromptEntry {
-        prompt,
-        handler: Arc::new(PromptFn {
-            handler,
-            _marker: PhantomData,
-        }),
+    Ok(Entry {
+        def: prompt,
+        handler,
         asks,
     })
 }

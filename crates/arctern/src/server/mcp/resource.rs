@@ -1,19 +1,18 @@
 //! Resources and resource templates: registration, return types, erased handlers.
 
-use std::marker::PhantomData;
-use std::sync::Arc;
+use std::fmt::Display;
 
 use arctern_types::ErrorObject;
 use arctern_types::content::{BlobResourceContents, ResourceContents, TextResourceContents};
-use arctern_types::meta::JsonObject;
 use arctern_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
 use base64::Engine as _;
 
-use super::extract::{CallParts, Describe, Form};
-use super::handler_fn::{BoxFuture, HandlerFn, Run};
+use super::entry::{Convert, Entry, HandlerError, Kind, erase};
+use super::handler_fn::HandlerFn;
 use super::uri_template::UriTemplate;
+use crate::Outcome;
+use crate::server::extract::{MrtrStyle, Rejection, Signature};
 use crate::server::handler::HandlerResult;
-use crate::server::outcome::Outcome;
 
 /// Binary resource content, sent base64-encoded as a `blob`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,8 +22,14 @@ pub struct Blob(pub Vec<u8>);
 ///
 /// Implemented for [`ReadResourceResult`], `String` (text), [`Blob`] and `Vec<u8>` (binary),
 /// [`ResourceContents`], `Vec<ResourceContents>`, `Outcome<ReadResourceResult>` (the manual
-/// multi round-trip form), and `Result<T, E>` where `E` converts into a JSON-RPC error. Text
+/// multi round-trip form), and `Result<T, E>` for any `E: Display` (an [`ErrorObject`] is
+/// sent as it is, any other error as `-32603` with a generic message). Text
 /// and binary content take the URI that was read and the MIME type the resource declares.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a resource handler",
+    label = "not a resource result",
+    note = "a resource handler returns `String`, `Vec<u8>`, `Blob`, `ResourceContents`, `Vec<ResourceContents>`, `ReadResourceResult`, `Outcome<ReadResourceResult>`, or a `Result` of one of them with any `E: Display` (such as `anyhow::Error`)"
+)]
 pub trait IntoReadResult: Send + 'static {
     /// Converts into the protocol result.
     fn into_read_result(
@@ -34,7 +39,7 @@ pub trait IntoReadResult: Send + 'static {
     ) -> HandlerResult<Outcome<ReadResourceResult>>;
 
     /// Declares a multi round-trip form, at registration.
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         let _ = describe;
     }
 }
@@ -117,15 +122,15 @@ impl IntoReadResult for Outcome<ReadResourceResult> {
         Ok(self)
     }
 
-    fn describe(describe: &mut Describe) {
-        describe.form(Form::Manual, "the Outcome return type");
+    fn describe(describe: &mut Signature) {
+        describe.style(MrtrStyle::Manual, "the Outcome return type");
     }
 }
 
 impl<T, E> IntoReadResult for Result<T, E>
 where
     T: IntoReadResult,
-    E: Into<ErrorObject> + Send + 'static,
+    E: Display + Send + 'static,
 {
     fn into_read_result(
         self,
@@ -134,11 +139,11 @@ where
     ) -> HandlerResult<Outcome<ReadResourceResult>> {
         match self {
             Ok(t) => t.into_read_result(uri, mime),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(HandlerError::of(e).into_protocol("resource")),
         }
     }
 
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         T::describe(describe);
     }
 }
@@ -150,23 +155,13 @@ pub struct ResourceSpec {
 }
 
 impl ResourceSpec {
+    common_setters!(resource);
+
     /// A resource at `uri` called `name`.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceSpec {
             resource: Resource::new(uri, name),
         }
-    }
-
-    /// What the resource holds.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.resource.description = Some(description.into());
-        self
-    }
-
-    /// A human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.resource.title = Some(title.into());
-        self
     }
 
     /// The MIME type of the content.
@@ -178,12 +173,6 @@ impl ResourceSpec {
     /// The size in bytes, if known.
     pub fn size(mut self, size: u64) -> Self {
         self.resource.size = Some(size);
-        self
-    }
-
-    /// Resource `_meta`.
-    pub fn meta(mut self, meta: JsonObject) -> Self {
-        self.resource.meta = Some(meta);
         self
     }
 }
@@ -201,6 +190,8 @@ pub struct ResourceTemplateSpec {
 }
 
 impl ResourceTemplateSpec {
+    common_setters!(template);
+
     /// A template `uri_template` called `name`.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceTemplateSpec {
@@ -208,27 +199,9 @@ impl ResourceTemplateSpec {
         }
     }
 
-    /// What the resources hold.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.template.description = Some(description.into());
-        self
-    }
-
-    /// A human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.template.title = Some(title.into());
-        self
-    }
-
     /// The MIME type of the content.
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.template.mime_type = Some(mime_type.into());
-        self
-    }
-
-    /// Template `_meta`.
-    pub fn meta(mut self, meta: JsonObject) -> Self {
-        self.template.meta = Some(meta);
         self
     }
 }
@@ -239,111 +212,61 @@ impl From<ResourceTemplate> for ResourceTemplateSpec {
     }
 }
 
-pub(crate) trait ErasedResource<S>: Send + Sync {
-    fn call(
-        &self,
-        parts: CallParts,
-        state: S,
-        mime: Option<String>,
-    ) -> BoxFuture<HandlerResult<Outcome<ReadResourceResult>>>;
-}
+/// Resources at a fixed URI: a kind of registered handler.
+pub(crate) struct Resources;
 
-struct ResourceFn<H, T> {
-    handler: H,
-    _marker: PhantomData<fn() -> T>,
-}
+/// Resource templates: a kind of registered handler.
+pub(crate) struct Templates;
 
-impl<H, T, S> ErasedResource<S> for ResourceFn<H, T>
-where
-    H: HandlerFn<T, S>,
-    H::Output: IntoReadResult,
-    S: Send + 'static,
-{
-    fn call(
-        &self,
-        parts: CallParts,
-        state: S,
-        mime: Option<String>,
-    ) -> BoxFuture<HandlerResult<Outcome<ReadResourceResult>>> {
-        let uri = parts.target.clone();
-        let run = self.handler.clone().run(parts, state);
-        Box::pin(async move {
-            match run.await.0 {
-                Run::Done(out) => out.into_read_result(&uri, mime.as_deref()),
-                Run::Pending(parts) => {
-                    let CallParts { ctx, input, .. } = parts;
-                    input.finish_round(&ctx, None, |msg| Err(ErrorObject::invalid_params(msg)))
-                }
-                Run::Interrupted(parts, interrupt) => {
-                    let CallParts { ctx, input, .. } = parts;
-                    input.finish_round(&ctx, Some(interrupt), |msg| {
-                        Err(ErrorObject::invalid_params(msg))
-                    })
-                }
-                Run::Rejected(r) => Err(r.into_error()),
-            }
-        })
-    }
-}
-
-impl<S> Clone for ResourceEntry<S> {
-    fn clone(&self) -> Self {
-        ResourceEntry {
-            resource: self.resource.clone(),
-            handler: self.handler.clone(),
-            asks: self.asks,
-        }
-    }
-}
-
-impl<S> Clone for TemplateEntry<S> {
-    fn clone(&self) -> Self {
-        TemplateEntry {
-            template: self.template.clone(),
-            matcher: self.matcher.clone(),
-            handler: self.handler.clone(),
-            asks: self.asks,
-        }
-    }
-}
-
-pub(crate) struct ResourceEntry<S> {
-    pub(crate) resource: Resource,
-    pub(crate) handler: Arc<dyn ErasedResource<S>>,
-    /// Asks typed questions, whose answers are pinned in sealed request state.
-    pub(crate) asks: bool,
-}
-
-pub(crate) struct TemplateEntry<S> {
+/// A resource template as the registry keeps it: its definition and its matcher.
+#[derive(Clone)]
+pub(crate) struct TemplateDef {
     pub(crate) template: ResourceTemplate,
     pub(crate) matcher: UriTemplate,
-    pub(crate) handler: Arc<dyn ErasedResource<S>>,
-    /// Asks typed questions, whose answers are pinned in sealed request state.
-    pub(crate) asks: bool,
 }
 
-fn erase<H, T, S>(what: &str, handler: H) -> Result<(Arc<dyn ErasedResource<S>>, bool), String>
-where
-    H: HandlerFn<T, S>,
-    H::Output: IntoReadResult,
-    T: 'static,
-    S: Send + 'static,
-{
-    let mut describe = Describe::default();
-    H::describe_params(&mut describe);
-    <H::Output as IntoReadResult>::describe(&mut describe);
-    let describe = describe.finish(what)?;
-    let handler: Arc<dyn ErasedResource<S>> = Arc::new(ResourceFn {
-        handler,
-        _marker: PhantomData,
-    });
-    Ok((handler, describe.uses_dependency_form()))
+macro_rules! read_kind {
+    ($kind:ty, $def:ty) => {
+        impl Kind for $kind {
+            type Def = $def;
+            type Result = ReadResourceResult;
+
+            fn refusal(message: String) -> HandlerResult<Outcome<ReadResourceResult>> {
+                Err(ErrorObject::invalid_params(message))
+            }
+
+            fn rejection(rejection: Rejection) -> HandlerResult<Outcome<ReadResourceResult>> {
+                Err(rejection.into_error())
+            }
+
+            fn failed(result: &HandlerResult<Outcome<ReadResourceResult>>) -> bool {
+                result.is_err()
+            }
+        }
+
+        impl<T: IntoReadResult> Convert<$kind> for T {
+            fn convert(
+                self,
+                target: &str,
+                mime: Option<&str>,
+            ) -> HandlerResult<Outcome<ReadResourceResult>> {
+                self.into_read_result(target, mime)
+            }
+
+            fn describe(signature: &mut Signature) {
+                <T as IntoReadResult>::describe(signature);
+            }
+        }
+    };
 }
+
+read_kind!(Resources, Resource);
+read_kind!(Templates, TemplateDef);
 
 pub(crate) fn resource_entry<H, T, S>(
     spec: ResourceSpec,
     handler: H,
-) -> Result<ResourceEntry<S>, String>
+) -> Result<Entry<Resources, S>, String>
 where
     H: HandlerFn<T, S>,
     H::Output: IntoReadResult,
@@ -354,18 +277,18 @@ where
     if uri.is_empty() {
         return Err("a resource needs a URI".into());
     }
-    let (handler, asks) = erase(&format!("resource {uri:?}"), handler)?;
-    Ok(ResourceEntry {
-        resource: spec.resource,
+    let (handler, signature) = erase::<Resources, _, _, _>(&format!("resource {uri:?}"), handler)?;
+    Ok(Entry {
+        asks: signature.uses_dependency_form(),
+        def: spec.resource,
         handler,
-        asks,
     })
 }
 
 pub(crate) fn template_entry<H, T, S>(
     spec: ResourceTemplateSpec,
     handler: H,
-) -> Result<TemplateEntry<S>, String>
+) -> Result<Entry<Templates, S>, String>
 where
     H: HandlerFn<T, S>,
     H::Output: IntoReadResult,
@@ -375,11 +298,14 @@ where
     let text = &spec.template.uri_template;
     let matcher =
         UriTemplate::parse(text).map_err(|e| format!("resource template {text:?}: {e}"))?;
-    let (handler, asks) = erase(&format!("resource template {text:?}"), handler)?;
-    Ok(TemplateEntry {
-        template: spec.template,
-        matcher,
+    let (handler, signature) =
+        erase::<Templates, _, _, _>(&format!("resource template {text:?}"), handler)?;
+    Ok(Entry {
+        asks: signature.uses_dependency_form(),
+        def: TemplateDef {
+            template: spec.template,
+            matcher,
+        },
         handler,
-        asks,
     })
 }

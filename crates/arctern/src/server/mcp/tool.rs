@@ -1,7 +1,6 @@
 //! Tools: registration, return types, and the erased handler the registry stores.
 
 use std::fmt::Display;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use arctern_types::content::ContentBlock;
@@ -9,24 +8,32 @@ use arctern_types::meta::JsonObject;
 use arctern_types::tools::{CallToolResult, Tool, ToolAnnotations};
 use serde::Serialize;
 
-use super::extract::{CallParts, Describe, Form, schema_for};
-use super::handler_fn::{BoxFuture, HandlerFn, Run};
+use super::entry::{Convert, Entry, HandlerError, Kind, erase};
+use super::handler_fn::HandlerFn;
+use crate::Outcome;
+use crate::server::extract::{MrtrStyle, Rejection, Signature, schema_for};
 use crate::server::handler::HandlerResult;
 use crate::server::mirror::MirroredParam;
-use crate::server::outcome::Outcome;
 
 /// What a tool handler returns, turned into a `tools/call` result.
 ///
 /// Implemented for [`CallToolResult`], `String`, `&'static str`, `()`, [`ContentBlock`],
 /// `Vec<ContentBlock>`, [`Json<T>`] (structured output with an `outputSchema`), `Result<T, E>`
-/// (an `Err` becomes an `isError` result with the error's message, so the model can see it
-/// and correct itself), and `Outcome<CallToolResult>` (the manual multi round-trip form).
+/// for any `E: Display` (`anyhow::Error` included: an `Err` becomes an `isError` result with
+/// the error's message, so the model can see it and correct itself; an
+/// [`ErrorObject`](crate::ErrorObject) is sent as the JSON-RPC error it is), and
+/// `Outcome<CallToolResult>` (the manual multi round-trip form).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a tool handler",
+    label = "not a tool result",
+    note = "a tool handler returns `String`, `&'static str`, `()`, `ContentBlock`, `Vec<ContentBlock>`, `Json<T>`, `CallToolResult`, `Outcome<CallToolResult>`, or a `Result` of one of them with any `E: Display` (such as `anyhow::Error`)"
+)]
 pub trait IntoToolResult: Send + 'static {
     /// Converts into the protocol result.
     fn into_tool_result(self) -> HandlerResult<Outcome<CallToolResult>>;
 
     /// Declares an output schema or a multi round-trip form, at registration.
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         let _ = describe;
     }
 }
@@ -72,8 +79,8 @@ impl IntoToolResult for Outcome<CallToolResult> {
         Ok(self)
     }
 
-    fn describe(describe: &mut Describe) {
-        describe.form(Form::Manual, "the Outcome return type");
+    fn describe(describe: &mut Signature) {
+        describe.style(MrtrStyle::Manual, "the Outcome return type");
     }
 }
 
@@ -85,11 +92,16 @@ where
     fn into_tool_result(self) -> HandlerResult<Outcome<CallToolResult>> {
         match self {
             Ok(t) => t.into_tool_result(),
-            Err(e) => Ok(Outcome::Complete(CallToolResult::error(e.to_string()))),
+            Err(e) => match HandlerError::of(e) {
+                HandlerError::Protocol(object) => Err(object),
+                HandlerError::Other(message) => {
+                    Ok(Outcome::Complete(CallToolResult::error(message)))
+                }
+            },
         }
     }
 
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         T::describe(describe);
     }
 }
@@ -113,7 +125,7 @@ where
         }
     }
 
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         describe.output_schema(schema_for::<T>());
     }
 }
@@ -127,6 +139,8 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    common_setters!(tool);
+
     /// A tool called `name`.
     pub fn new(name: impl Into<String>) -> Self {
         let mut tool = Tool::new(name, "", JsonObject::new());
@@ -137,35 +151,17 @@ impl ToolSpec {
         }
     }
 
-    /// The description the model reads.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.tool.description = Some(description.into());
-        self
-    }
-
-    /// A human-readable title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.tool.title = Some(title.into());
-        self
-    }
-
     /// Behaviour hints (read-only, destructive, idempotent, open-world).
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.tool.annotations = Some(annotations);
         self
     }
 
-    /// Tool `_meta`.
-    pub fn meta(mut self, meta: JsonObject) -> Self {
-        self.tool.meta = Some(meta);
-        self
-    }
-
     /// An explicit `inputSchema`, instead of the one derived from the handler's [`Args`]
     /// (useful with [`RawArgs`]).
     ///
-    /// [`Args`]: super::Args
-    /// [`RawArgs`]: super::RawArgs
+    /// [`Args`]: crate::server::extract::Args
+    /// [`RawArgs`]: crate::server::extract::RawArgs
     pub fn input_schema(mut self, schema: JsonObject) -> Self {
         self.tool.input_schema = schema;
         self.explicit_input_schema = true;
@@ -179,78 +175,56 @@ impl ToolSpec {
     }
 }
 
-/// A tool as the registry stores it: its definition and its type-erased handler.
-impl<S> Clone for ToolEntry<S> {
-    fn clone(&self) -> Self {
-        ToolEntry {
-            tool: self.tool.clone(),
-            handler: self.handler.clone(),
-            asks: self.asks,
-            mirrored: self.mirrored.clone(),
-        }
-    }
-}
+/// Tools: a kind of registered handler.
+pub(crate) struct Tools;
 
-pub(crate) struct ToolEntry<S> {
+/// A tool as the registry lists it.
+#[derive(Clone)]
+pub(crate) struct ToolDef {
     pub(crate) tool: Tool,
-    pub(crate) handler: Arc<dyn ErasedTool<S>>,
-    /// Asks typed questions, whose answers are pinned in sealed request state.
-    pub(crate) asks: bool,
     /// The arguments mirrored into `Mcp-Param-*` headers, if any.
     pub(crate) mirrored: Option<Arc<[MirroredParam]>>,
 }
 
-pub(crate) trait ErasedTool<S>: Send + Sync {
-    fn call(&self, parts: CallParts, state: S)
-    -> BoxFuture<HandlerResult<Outcome<CallToolResult>>>;
+impl Kind for Tools {
+    type Def = ToolDef;
+    type Result = CallToolResult;
+
+    fn refusal(message: String) -> HandlerResult<Outcome<CallToolResult>> {
+        Ok(Outcome::Complete(CallToolResult::error(message)))
+    }
+
+    fn rejection(rejection: Rejection) -> HandlerResult<Outcome<CallToolResult>> {
+        match rejection.protocol_error() {
+            Some(e) => Err(e.clone()),
+            None => Ok(Outcome::Complete(CallToolResult::error(
+                rejection.message().to_owned(),
+            ))),
+        }
+    }
+
+    fn failed(result: &HandlerResult<Outcome<CallToolResult>>) -> bool {
+        match result {
+            Err(_) => true,
+            Ok(Outcome::Complete(r)) => r.is_error == Some(true),
+            Ok(_) => false,
+        }
+    }
 }
 
-struct ToolFn<H, T> {
-    handler: H,
-    _marker: PhantomData<fn() -> T>,
-}
+impl<T: IntoToolResult> Convert<Tools> for T {
+    fn convert(self, _target: &str, _mime: Option<&str>) -> HandlerResult<Outcome<CallToolResult>> {
+        self.into_tool_result()
+    }
 
-impl<H, T, S> ErasedTool<S> for ToolFn<H, T>
-where
-    H: HandlerFn<T, S>,
-    H::Output: IntoToolResult,
-    S: Send + 'static,
-{
-    fn call(
-        &self,
-        parts: CallParts,
-        state: S,
-    ) -> BoxFuture<HandlerResult<Outcome<CallToolResult>>> {
-        let run = self.handler.clone().run(parts, state);
-        Box::pin(async move {
-            match run.await.0 {
-                Run::Done(out) => out.into_tool_result(),
-                Run::Pending(parts) => {
-                    let CallParts { ctx, input, .. } = parts;
-                    input.finish_round(&ctx, None, |msg| {
-                        Ok(Outcome::Complete(CallToolResult::error(msg)))
-                    })
-                }
-                Run::Interrupted(parts, interrupt) => {
-                    let CallParts { ctx, input, .. } = parts;
-                    input.finish_round(&ctx, Some(interrupt), |msg| {
-                        Ok(Outcome::Complete(CallToolResult::error(msg)))
-                    })
-                }
-                Run::Rejected(r) => match r.protocol_error() {
-                    Some(e) => Err(e.clone()),
-                    None => Ok(Outcome::Complete(CallToolResult::error(
-                        r.message().to_owned(),
-                    ))),
-                },
-            }
-        })
+    fn describe(signature: &mut Signature) {
+        <T as IntoToolResult>::describe(signature);
     }
 }
 
 /// Builds the registry entry for a handler, deriving schemas from its extractors and return
-/// type, and checking that it does not mix the two multi round-trip forms.
-pub(crate) fn tool_entry<H, T, S>(spec: ToolSpec, handler: H) -> Result<ToolEntry<S>, String>
+/// type, and checking that it does not mix the two multi round-trip styles.
+pub(crate) fn tool_entry<H, T, S>(spec: ToolSpec, handler: H) -> Result<Entry<Tools, S>, String>
 where
     H: HandlerFn<T, S>,
     H::Output: IntoToolResult,
@@ -261,14 +235,11 @@ where
     if let Err(why) = super::validate_name(&name) {
         return Err(format!("tool {name:?}: {why}"));
     }
-    let mut describe = Describe::default();
-    H::describe_params(&mut describe);
-    <H::Output as IntoToolResult>::describe(&mut describe);
-    let describe = describe.finish(&format!("tool {name:?}"))?;
-    let asks = describe.uses_dependency_form();
+    let (handler, signature) = erase::<Tools, _, _, _>(&format!("tool {name:?}"), handler)?;
+    let asks = signature.uses_dependency_form();
     let mut tool = spec.tool;
     if !spec.explicit_input_schema {
-        let mut schema = describe.input_schema.unwrap_or_default();
+        let mut schema = signature.input_schema.unwrap_or_default();
         if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
             if schema.contains_key("type") {
                 return Err(format!(
@@ -280,18 +251,17 @@ where
         tool.input_schema = schema;
     }
     if tool.output_schema.is_none() {
-        tool.output_schema = describe.output_schema;
+        tool.output_schema = signature.output_schema;
     }
     // Clients drop a tool whose x-mcp-header annotations are invalid; refuse to offer one.
     let mirrored = arctern_types::headers::mirrored_params(&tool.input_schema)
         .map_err(|why| format!("tool {name:?}: {why}"))?;
-    Ok(ToolEntry {
-        tool,
-        handler: Arc::new(ToolFn {
-            handler,
-            _marker: PhantomData,
-        }),
+    Ok(Entry {
+        def: ToolDef {
+            tool,
+            mirrored: (!mirrored.is_empty()).then(|| mirrored.into()),
+        },
+        handler,
         asks,
-        mirrored: (!mirrored.is_empty()).then(|| mirrored.into()),
     })
 }

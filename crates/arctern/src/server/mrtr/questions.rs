@@ -1,7 +1,6 @@
 //! Typed questions and the extractors that carry their answers.
 
 use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use arctern_types::ErrorObject;
@@ -13,9 +12,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::schema::form_schema_for;
-use super::{InputInner, Interrupt, InterruptReason, InterruptSlot, Resolution};
+use super::{InputInner, Interrupt, InterruptReason, Resolution};
 use crate::server::context::RequestContext;
-use crate::server::mcp::{CallParts, Describe, Extracted, Form, FromCall, Rejection};
+use crate::server::extract::{CallParts, Extracted, FromCall, MrtrStyle, Rejection, Signature};
 
 /// How a question is put to the user.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +65,7 @@ pub struct NotYet;
 /// is asked in the round after that answer arrives.
 ///
 /// ```
-/// use arctern::server::{Ask, AskContext, NotYet, Question};
+/// use arctern::server::mrtr::{Ask, AskContext, NotYet, Question};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
@@ -203,7 +202,6 @@ impl<'a> AskContext<'a> {
             },
             Resolution::Pending => Step::Pending,
             Resolution::Deferred => Step::Deferred,
-            Resolution::Failed(e) => Step::Failed(e),
         }
     }
 
@@ -283,8 +281,8 @@ fn extract_decision<Q: Question>(parts: &mut CallParts) -> Step<Decision<Q>> {
     cx.resolve::<Q>()
 }
 
-fn describe_question<Q: Question>(describe: &mut Describe, by: &'static str) {
-    describe.form(Form::Dependency, by);
+fn describe_question<Q: Question>(describe: &mut Signature, by: &'static str) {
+    describe.style(MrtrStyle::Dependency, by);
     describe.question(Q::KEY, std::any::type_name::<Q>());
     if let Err(why) = form_schema_for::<Q>() {
         describe.error(format!("question {:?}: {why}", Q::KEY));
@@ -313,7 +311,7 @@ impl<Q: Question, S> FromCall<S> for Answer<Q> {
         }
     }
 
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         describe_question::<Q>(describe, "Answer");
     }
 }
@@ -331,17 +329,28 @@ impl<Q: Question, S> FromCall<S> for AnswerOutcome<Q> {
         }
     }
 
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         describe_question::<Q>(describe, "AnswerOutcome");
     }
 }
 
 /// An LLM completion from the client for sampling request `Q`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample<Q> {
+pub struct Sample<Q>(
+    pub CreateMessageResult,
+    pub std::marker::PhantomData<fn() -> Q>,
+);
+
+impl<Q> Sample<Q> {
     /// The completion.
-    pub result: CreateMessageResult,
-    _question: PhantomData<fn() -> Q>,
+    pub fn result(&self) -> &CreateMessageResult {
+        &self.0
+    }
+
+    /// The completion, owned.
+    pub fn into_result(self) -> CreateMessageResult {
+        self.0
+    }
 }
 
 impl<Q: SamplingQuestion, S> FromCall<S> for Sample<Q> {
@@ -360,19 +369,17 @@ impl<Q: SamplingQuestion, S> FromCall<S> for Sample<Q> {
         let fits = |r: &InputResponse| matches!(r, InputResponse::CreateMessage(_));
         match cx.resolve_request(Q::KEY, InputRequest::sample(params), &fits) {
             Resolution::Answered(answer) => match Arc::unwrap_or_clone(answer) {
-                InputResponse::CreateMessage(result) => Extracted::Ready(Sample {
-                    result,
-                    _question: PhantomData,
-                }),
+                InputResponse::CreateMessage(result) => {
+                    Extracted::Ready(Sample(result, std::marker::PhantomData))
+                }
                 _ => Extracted::Pending,
             },
-            Resolution::Failed(e) => Extracted::Rejected(Rejection::protocol(e)),
             _ => Extracted::Pending,
         }
     }
 
-    fn describe(describe: &mut Describe) {
-        describe.form(Form::Dependency, "Sample");
+    fn describe(describe: &mut Signature) {
+        describe.style(MrtrStyle::Dependency, "Sample");
         describe.question(Q::KEY, std::any::type_name::<Q>());
     }
 }
@@ -402,32 +409,31 @@ impl<S> FromCall<S> for Roots {
                 InputResponse::ListRoots(list) => Extracted::Ready(Roots(list.roots)),
                 _ => Extracted::Pending,
             },
-            Resolution::Failed(e) => Extracted::Rejected(Rejection::protocol(e)),
             _ => Extracted::Pending,
         }
     }
 
-    fn describe(describe: &mut Describe) {
-        describe.form(Form::Dependency, "Roots");
+    fn describe(describe: &mut Signature) {
+        describe.style(MrtrStyle::Dependency, "Roots");
         describe.question(Roots::KEY, "Roots");
     }
 }
 
-/// The raw answers of this round (manual form): whatever the client sent under
-/// `inputResponses`, unpinned. Read them, decide, and return an
-/// [`Outcome`](crate::server::Outcome).
+/// The answers of the flow so far (manual form): this round's answers to the questions
+/// of the previous round, and the answers of earlier rounds, which the server carries
+/// forward. Each is pinned to the question it answers
+/// ([`RequestContext::round`](crate::server::RequestContext::round)). Read them, decide, and
+/// return an [`Outcome`](crate::Outcome).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct InputResponsesParam(pub arctern_types::mrtr::InputResponses);
+pub struct Responses(pub arctern_types::mrtr::InputResponses);
 
-impl<S> FromCall<S> for InputResponsesParam {
+impl<S> FromCall<S> for Responses {
     fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
-        Extracted::Ready(InputResponsesParam(
-            parts.input.inner.borrow().responses.clone(),
-        ))
+        Extracted::Ready(Responses(parts.input.inner.borrow().responses.clone()))
     }
 
-    fn describe(describe: &mut Describe) {
-        describe.form(Form::Manual, "InputResponses");
+    fn describe(describe: &mut Signature) {
+        describe.style(MrtrStyle::Manual, "Responses");
     }
 }
 
@@ -435,17 +441,17 @@ impl<S> FromCall<S> for InputResponsesParam {
 /// sealing on (the default of `McpServer`) it was verified: it is exactly what this server
 /// returned for this request, principal and audience, within its time window.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestState(pub Option<String>);
+pub struct HandlerState(pub Option<String>);
 
-impl<S> FromCall<S> for RequestState {
+impl<S> FromCall<S> for HandlerState {
     fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
-        Extracted::Ready(RequestState(
+        Extracted::Ready(HandlerState(
             parts.input.inner.borrow().request_state.clone(),
         ))
     }
 
-    fn describe(describe: &mut Describe) {
-        describe.form(Form::Manual, "RequestState");
+    fn describe(describe: &mut Signature) {
+        describe.style(MrtrStyle::Manual, "HandlerState");
     }
 }
 
@@ -460,8 +466,14 @@ impl<S> FromCall<S> for RequestState {
 /// with the answers so far); only the code after it runs once. Keep side effects after the
 /// last question.
 ///
+/// What the body returns decides the round: an error after an [`Interrupt`] (the usual `?`)
+/// makes the call an `input_required` round with the questions collected so far, or ends it
+/// if a required answer was refused. A body that catches the `Interrupt` and returns a
+/// result sends that result, and nothing is asked. [`try_answer`](Self::try_answer) reads an
+/// answer without asking for it at all.
+///
 /// ```no_run
-/// use arctern::server::{Ask, AskContext, Interrupt, NotYet, Question, Questions};
+/// use arctern::server::mrtr::{Ask, AskContext, Interrupt, NotYet, Question, Questions};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
@@ -482,7 +494,12 @@ pub struct Questions {
     ctx: RequestContext,
     arguments: Value,
     shared: Arc<Mutex<InputInner>>,
-    interrupt: InterruptSlot,
+}
+
+impl std::fmt::Debug for Questions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Questions").finish_non_exhaustive()
+    }
 }
 
 /// A question collected by [`Questions::ask`]; turn it into its answer with
@@ -520,7 +537,7 @@ impl Questions {
     pub fn ready<T: Collect>(&self, asked: T) -> Result<T::Output, Interrupt> {
         asked
             .collect()
-            .inspect_err(|interrupt| self.interrupt.set(interrupt.clone()))
+            .inspect_err(|interrupt| self.record(interrupt))
     }
 
     /// Like [`ready`](Self::ready) for one question, but returns the user's decision
@@ -539,10 +556,34 @@ impl Questions {
         self.ready(asked)
     }
 
+    /// The accepted answer to `Q` if the user already gave it, without asking: `None` when
+    /// it is missing, declined or cancelled, and the question is not asked this round.
+    pub fn try_answer<Q: Question>(&self) -> Option<Q> {
+        let step = self.cx().resolve::<Q>();
+        // Not asked after all: only questions a body waits for go out.
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .asks
+            .shift_remove(Q::KEY);
+        match step {
+            Step::Done(Decision::Accepted(q)) => Some(q),
+            _ => None,
+        }
+    }
+
     fn interrupt(&self, reason: InterruptReason) -> Interrupt {
         let interrupt = Interrupt { reason };
-        self.interrupt.set(interrupt.clone());
+        self.record(&interrupt);
         interrupt
+    }
+
+    /// Remembers why the body stopped; the server reads it if the body returns an error.
+    fn record(&self, interrupt: &Interrupt) {
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .interrupt = Some(interrupt.clone());
     }
 }
 
@@ -551,19 +592,15 @@ impl<S> FromCall<S> for Questions {
         let inner = std::mem::take(&mut *parts.input.inner.borrow_mut());
         let shared = Arc::new(Mutex::new(inner));
         parts.input.shared = Some(shared.clone());
-        if parts.input.interrupt.0.is_none() {
-            parts.input.interrupt = InterruptSlot::new();
-        }
         Extracted::Ready(Questions {
             ctx: parts.ctx.clone(),
             arguments: parts.arguments.clone(),
             shared,
-            interrupt: parts.input.interrupt.clone(),
         })
     }
 
-    fn describe(describe: &mut Describe) {
-        describe.form(Form::Dependency, "Questions");
+    fn describe(describe: &mut Signature) {
+        describe.style(MrtrStyle::Dependency, "Questions");
     }
 }
 

@@ -8,7 +8,7 @@ use arctern_types::elicitation::{PrimitiveSchemaDefinition, RequestedSchema};
 use arctern_types::meta::JsonObject;
 use serde_json::Value;
 
-use crate::server::mcp::schema_for;
+use crate::server::extract::schema_for;
 
 /// String formats a form field may declare.
 const STRING_FORMATS: [&str; 4] = ["email", "uri", "date", "date-time"];

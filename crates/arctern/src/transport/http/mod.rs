@@ -44,6 +44,8 @@ pub use server::{
     DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, HttpConfig, HttpServer, ResponseBody,
     ResponseFuture, StreamableHttpService,
 };
+#[cfg(all(feature = "server", feature = "tls"))]
+pub use server::{DEFAULT_TLS_HANDSHAKE_TIMEOUT, TlsConfig, TlsReloader};
 
 #[cfg(feature = "client")]
 pub mod client;

@@ -16,7 +16,11 @@
 //! [`tracing`], so install a subscriber that writes to stderr.
 
 #[cfg(feature = "server")]
+mod frame;
+#[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "server")]
+mod writer;
 
 #[cfg(feature = "server")]
 pub use server::{

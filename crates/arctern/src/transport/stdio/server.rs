@@ -1,45 +1,34 @@
 //! The stdio server: reads messages line by line, serves each request in its own task, and
 //! writes every outgoing message through a single writer task.
 //!
-//! Data flow: the reading loop (the `serve_io` future itself) splits the input into lines and
-//! parses each one. Requests are spawned as tasks, registered by id so that
-//! `notifications/cancelled` can abort them; notifications and malformed lines are handled
-//! inline. Every task sends its serialized messages into one bounded channel, drained by a
-//! writer task that owns the output, so lines never interleave and the output is flushed
-//! only when the channel runs dry.
+//! Data flow: the reading loop splits the input into lines and parses each one, and hands
+//! every message to a server [`Connection`], which decides the era from the first request,
+//! registers requests by id (so `notifications/cancelled` finds them) and delivers the
+//! client's answers to a legacy session. Requests are served in tasks of their own;
+//! notifications and malformed lines are handled inline. Every task sends its serialized
+//! messages into one bounded channel, drained by a writer task that owns the output, so
+//! lines never interleave and the output is flushed only when the channel runs dry.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::ops::Range;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use arctern_types::jsonrpc::{
-    JsonRpcErrorResponse, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
-};
+use arctern_types::jsonrpc::{JsonRpcErrorResponse, JsonRpcMessage};
 use arctern_types::methods;
-use arctern_types::notifications::CancelledNotificationParams;
-use arctern_types::subscriptions::SubscriptionsListenResult;
 use arctern_types::{ErrorObject, RequestId};
 use bytes::Bytes;
-use futures::{FutureExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio::task::AbortHandle;
-use tokio_util::sync::CancellationToken;
+use futures::StreamExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::server::{
-    Handler, Initialized, LegacySession, McpServer, Reply, RequestOrigin, Server, TransportKind,
-    is_legacy_initialize,
-};
+use crate::server::connection::{Connection, Handling, Reply, RequestOrigin, TransportKind};
+use crate::server::{Handler, McpServer, Server};
 use crate::{Error, ErrorKind, Result};
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+use super::frame::{Frame, Framer};
+use super::writer::write_lines;
 
 /// The default maximum length of one incoming line (one message): 4 MiB.
 pub const DEFAULT_MAX_LINE_LENGTH: usize = 4 * 1024 * 1024;
@@ -50,21 +39,12 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 /// The default time in-flight requests get to finish once the input has ended: 5 seconds.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// How much is read from the input at a time.
-const READ_CHUNK: usize = 64 * 1024;
-/// Size of the output buffer; larger messages are written straight through.
-const WRITE_BUFFER: usize = 64 * 1024;
 /// Outgoing messages queued before senders wait for the writer (backpressure from a client
 /// that reads slowly).
 const OUTBOX_CAPACITY: usize = 1024;
-/// Messages the writer takes off the queue at once.
-const WRITE_BATCH: usize = 64;
 /// How long the writer may take to flush what is queued once serving has ended; a client that
 /// stopped reading its end must not keep the server alive forever.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
-/// Shards of the in-flight map, so that the reading loop registering requests and finished
-/// tasks unregistering themselves rarely contend on one lock.
-const SHARDS: usize = 16;
 
 /// Serves a [`Server`] over stdio: newline-delimited JSON-RPC on stdin and stdout, or on any
 /// reader/writer pair.
@@ -89,7 +69,8 @@ const SHARDS: usize = 16;
 /// Only MCP messages are ever written to the output; diagnostics go through [`tracing`].
 ///
 /// ```no_run
-/// use arctern::server::{Args, McpServer};
+/// use arctern::server::extract::Args;
+/// use arctern::server::McpServer;
 /// use arctern::transport::stdio::StdioServer;
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Echo { text: String }
 ///
@@ -196,37 +177,48 @@ impl<H: Handler> StdioServer<H> {
     {
         let (tx, rx) = mpsc::channel(OUTBOX_CAPACITY);
         let mut writer_task = tokio::spawn(write_lines(rx, writer));
-        let mut conn = Connection {
-            server: self.server,
-            shared: Arc::new(Shared::new()),
-            closing: CancellationToken::new(),
+        let unsolicited = tx.clone();
+        let connection =
+            self.server
+                .connection(TransportKind::Stdio)
+                .on_unsolicited(move |message: Bytes| {
+                    if unsolicited.try_send(message).is_err() {
+                        tracing::debug!(
+                            "dropped an unsolicited message: the output is full or closed"
+                        );
+                    }
+                });
+        // If this future is dropped mid-way, nothing it started may outlive it (an open
+        // subscription would run forever).
+        let close = CloseOnDrop(connection.clone());
+        let mut reading = Reading {
+            connection: connection.clone(),
             tx,
-            generation: 0,
-            displaced: Vec::new(),
             max_line_length: self.max_line_length,
             permits: Arc::new(Semaphore::new(self.max_in_flight)),
-            era: StdioEra::Undecided,
         };
 
-        let ended = conn.read_loop(reader).await;
+        let ended = reading.read_loop(reader).await;
         let read_error = match ended {
             Ended::WriterGone => {
                 // Nothing can be delivered any more: stop everything at once.
-                conn.abort_all();
+                connection.close();
                 None
             }
             Ended::Eof | Ended::Shutdown => {
-                conn.drain(self.shutdown_grace).await;
+                drain(&connection, self.shutdown_grace).await;
                 None
             }
             Ended::ReadFailed(e) => {
-                conn.drain(self.shutdown_grace).await;
+                drain(&connection, self.shutdown_grace).await;
                 Some(e)
             }
         };
         // The writer ends once every sender is gone: ours here, the tasks' as they finish or
-        // are aborted.
-        drop(conn);
+        // are cancelled.
+        drop(reading);
+        drop(connection);
+        drop(close);
         let written = match tokio::time::timeout(FLUSH_TIMEOUT, &mut writer_task).await {
             Ok(Ok(result)) => result,
             Ok(Err(join)) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
@@ -341,6 +333,15 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     }
 }
 
+/// Closes a connection when dropped.
+struct CloseOnDrop<H>(Connection<H>);
+
+impl<H> Drop for CloseOnDrop<H> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// Why the reading loop stopped.
 enum Ended {
     /// The input ended.
@@ -353,144 +354,19 @@ enum Ended {
     WriterGone,
 }
 
-/// One served connection, owned by the reading loop.
-struct Connection<H> {
-    server: Server<H>,
-    shared: Arc<Shared>,
-    /// Cancelled when serving ends, to close open subscription streams gracefully.
-    closing: CancellationToken,
+/// The reading side of one served stream.
+struct Reading<H> {
+    connection: Connection<H>,
     tx: mpsc::Sender<Bytes>,
-    /// Tells a request's map entry from a later one that reused its id.
-    generation: u64,
-    /// Tasks whose id a later request reused (a client bug); still aborted at shutdown.
-    displaced: Vec<AbortHandle>,
     max_line_length: usize,
     /// One per request being served (subscriptions excepted).
     permits: Arc<Semaphore>,
-    /// Fixed by the connection's first request.
-    era: StdioEra,
 }
 
-/// The era of a stdio connection: a first request that is a legacy `initialize` makes the
-/// whole connection a legacy session; any other first request makes it modern.
-enum StdioEra {
-    Undecided,
-    Modern,
-    Legacy(Arc<LegacySession>),
-}
-
-impl<H> Connection<H> {
-    /// Aborts every task still running; returns how many were registered.
-    fn abort_all(&mut self) -> usize {
-        let mut count = 0;
-        for shard in &self.shared.in_flight {
-            let mut map = shard.lock().unwrap_or_else(PoisonError::into_inner);
-            for (_, entry) in map.drain() {
-                entry.abort.abort();
-                count += 1;
-            }
-        }
-        for handle in self.displaced.drain(..) {
-            handle.abort();
-        }
-        count
-    }
-}
-
-impl<H> Drop for Connection<H> {
-    fn drop(&mut self) {
-        if let StdioEra::Legacy(session) = &self.era {
-            session.close();
-        }
-        // Normally everything has finished by now. If the `serve_io` future itself was
-        // dropped, the tasks must not outlive it (an open subscription would run forever).
-        self.abort_all();
-    }
-}
-
-/// State shared between the reading loop and the request tasks.
-struct Shared {
-    in_flight: [Mutex<HashMap<RequestId, Entry>>; SHARDS],
-    /// Request tasks not yet finished.
-    active: AtomicUsize,
-    /// Signalled when `active` drops to zero.
-    idle: Notify,
-}
-
-struct Entry {
-    generation: u64,
-    abort: AbortHandle,
-}
-
-impl Shared {
-    fn new() -> Self {
-        Shared {
-            in_flight: std::array::from_fn(|_| Mutex::new(HashMap::new())),
-            active: AtomicUsize::new(0),
-            idle: Notify::new(),
-        }
-    }
-
-    fn shard(&self, id: &RequestId) -> MutexGuard<'_, HashMap<RequestId, Entry>> {
-        let hash = match id {
-            // Consecutive integer ids, the usual case, spread evenly.
-            RequestId::Number(n) => *n as u64,
-            // FNV-1a: a fast, good enough spread for string ids.
-            RequestId::String(s) => s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            }),
-        };
-        self.in_flight[(hash % SHARDS as u64) as usize]
-            .lock()
-            // The critical sections never panic; a poisoned map is still consistent.
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    async fn wait_idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            tokio::pin!(notified);
-            // Register before checking, so a task finishing in between is not missed.
-            notified.as_mut().enable();
-            if self.active.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// Owned by a request task: unregisters it when the task ends, however it ends (finished,
-/// aborted by a cancellation, or aborted at shutdown).
-struct TaskGuard {
-    shared: Arc<Shared>,
-    id: RequestId,
-    generation: u64,
-    /// Returned when the task ends.
-    _permit: Option<OwnedSemaphorePermit>,
-}
-
-impl Drop for TaskGuard {
-    fn drop(&mut self) {
-        {
-            let mut shard = self.shared.shard(&self.id);
-            if let Some(entry) = shard.remove(&self.id)
-                && entry.generation != self.generation
-            {
-                // A later request reused the id; its entry stays.
-                shard.insert(self.id.clone(), entry);
-            }
-        }
-        if self.shared.active.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.shared.idle.notify_waiters();
-        }
-    }
-}
-
-impl<H: Handler> Connection<H> {
+impl<H: Handler> Reading<H> {
     async fn read_loop<R: AsyncRead + Unpin>(&mut self, mut reader: R) -> Ended {
         let mut framer = Framer::new(self.max_line_length);
-        let server = self.server.clone();
+        let server = self.connection.server().clone();
         let shutdown = server.shutdown_token().cancelled();
         tokio::pin!(shutdown);
         loop {
@@ -533,125 +409,29 @@ impl<H: Handler> Connection<H> {
         };
         match JsonRpcMessage::from_slice(line) {
             Ok(JsonRpcMessage::Request(request)) => {
-                if let StdioEra::Undecided = self.era {
-                    if self.server.serves_legacy()
-                        && is_legacy_initialize(&request.method, request.params.as_deref())
-                    {
-                        self.open_legacy(&request).await;
-                        return;
-                    }
-                    self.era = StdioEra::Modern;
-                }
-                self.spawn_request(request).await
-            }
-            Ok(message) if matches!(self.era, StdioEra::Legacy(_)) => {
-                if let JsonRpcMessage::Notification(note) = &message
-                    && note.method == methods::NOTIFICATIONS_CANCELLED
-                {
-                    self.cancel(note);
-                }
-                if let StdioEra::Legacy(session) = &self.era {
-                    // Notifications and the client's answers to the server's requests.
-                    let reply = self.server.handle_legacy(session, message, origin()).await;
-                    self.send_inline(reply).await;
-                }
-            }
-            Ok(JsonRpcMessage::Notification(note)) => {
-                if note.method == methods::NOTIFICATIONS_CANCELLED {
-                    self.cancel(&note);
-                }
-                // The engine sees every notification too (it logs those it ignores).
+                // Listen streams are long-lived and do not count against the limit.
+                let permit = if request.method == methods::SUBSCRIPTIONS_LISTEN {
+                    None
+                } else {
+                    self.permit().await
+                };
+                // Registered (and, for a first request, the era decided) before reading on.
                 let reply = self
-                    .server
-                    .handle(JsonRpcMessage::Notification(note), origin())
-                    .await;
-                self.send_inline(reply).await;
+                    .connection
+                    .handle(JsonRpcMessage::Request(request), origin());
+                tokio::spawn(forward(reply, self.tx.clone(), permit));
             }
-            Ok(other) => {
-                // A response from the client: the engine answers it with an error.
-                let reply = self.server.handle(other, origin()).await;
-                self.send_inline(reply).await;
+            Ok(message) => {
+                // Notifications, cancellations and the client's answers take effect at once.
+                let reply = self.connection.handle(message, origin()).await;
+                if let Reply::Message { body, .. } = reply {
+                    self.send(body).await;
+                }
             }
             Err(e) => {
                 tracing::debug!(code = e.error.code.0, message = %e.error.message, "rejected a malformed line");
                 self.send_error(e.id, e.error).await;
             }
-        }
-    }
-
-    async fn spawn_request(&mut self, request: JsonRpcRequest) {
-        let closing =
-            (request.method == methods::SUBSCRIPTIONS_LISTEN).then(|| self.closing.clone());
-        let permit = match closing {
-            Some(_) => None,
-            None => self.permit().await,
-        };
-        self.generation += 1;
-        let generation = self.generation;
-        let id = request.id.clone();
-        self.shared.active.fetch_add(1, Ordering::AcqRel);
-        let guard = TaskGuard {
-            shared: self.shared.clone(),
-            id: id.clone(),
-            generation,
-            _permit: permit,
-        };
-        // The engine's future is large; boxing it once here keeps the task's own future small,
-        // so spawning does not copy it around.
-        let server = self.server.clone();
-        let reply: BoxFuture<Reply> = match &self.era {
-            StdioEra::Legacy(session) => {
-                let session = session.clone();
-                Box::pin(async move {
-                    server
-                        .handle_legacy(&session, JsonRpcMessage::Request(request), origin())
-                        .await
-                })
-            }
-            _ => Box::pin(async move {
-                server
-                    .handle(JsonRpcMessage::Request(request), origin())
-                    .await
-            }),
-        };
-        let task = serve_request(self.server.clone(), reply, self.tx.clone(), guard, closing);
-        // Spawn while holding the shard lock: the task's guard needs the same lock to
-        // unregister, so it can never run before the entry exists.
-        let mut shard = self.shared.shard(&id);
-        let handle = tokio::spawn(task);
-        let previous = shard.insert(
-            id,
-            Entry {
-                generation,
-                abort: handle.abort_handle(),
-            },
-        );
-        drop(shard);
-        if let Some(previous) = previous {
-            tracing::warn!("a request reused the id of a request that is still in flight");
-            if self.displaced.len() >= 64 {
-                self.displaced.retain(|h| !h.is_finished());
-            }
-            self.displaced.push(previous.abort);
-        }
-    }
-
-    /// Answers the `initialize` that makes this connection a legacy session; unsolicited
-    /// messages of the session (list changes, resource updates) go to the output.
-    async fn open_legacy(&mut self, request: &JsonRpcRequest) {
-        let tx = self.tx.clone();
-        let outbound = Arc::new(move |message: Bytes| {
-            if tx.try_send(message).is_err() {
-                tracing::debug!("dropped an unsolicited message: the output is full or closed");
-            }
-        });
-        match self.server.legacy_initialize(request, outbound) {
-            Initialized::Session(session, body) => {
-                self.era = StdioEra::Legacy(session);
-                self.send(body).await;
-            }
-            // A refused initialize decides nothing; the client may try again.
-            Initialized::Refused(body) => self.send(body).await,
         }
     }
 
@@ -664,43 +444,7 @@ impl<H: Handler> Connection<H> {
         tokio::select! {
             permit = self.permits.clone().acquire_owned() => permit.ok(),
             // Shutting down: serve it anyway, the drain bounds it.
-            () = self.server.shutdown_token().cancelled() => None,
-        }
-    }
-
-    fn cancel(&mut self, note: &JsonRpcNotification) {
-        let Some(params) = note
-            .params
-            .as_deref()
-            .and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok())
-        else {
-            // Malformed cancellations are ignored (the engine logs them).
-            return;
-        };
-        let entry = self
-            .shared
-            .shard(&params.request_id)
-            .remove(&params.request_id);
-        match entry {
-            Some(entry) => {
-                // Dropping the task drops the handler's future (or the subscription stream);
-                // its guard unregisters it and nothing more is written for it.
-                entry.abort.abort();
-                tracing::debug!(id = %params.request_id, reason = ?params.reason, "cancelled a request");
-            }
-            None => tracing::debug!(
-                id = %params.request_id,
-                "ignored a cancellation of a request that is not in flight"
-            ),
-        }
-    }
-
-    async fn send_inline(&self, reply: Reply) {
-        match reply {
-            Reply::Message { body, .. } => self.send(body).await,
-            Reply::Accepted => {}
-            // Only requests are answered with streams.
-            Reply::Stream(_) => tracing::warn!("dropped a stream answering a non-request"),
+            () = self.connection.server().shutdown_token().cancelled() => None,
         }
     }
 
@@ -715,21 +459,22 @@ impl<H: Handler> Connection<H> {
         // A failure means the writer is gone; the reading loop notices and stops.
         let _ = self.tx.send(bytes).await;
     }
+}
 
-    /// Ends open subscriptions gracefully and gives in-flight requests the grace period.
-    async fn drain(&mut self, grace: Duration) {
-        self.closing.cancel();
-        if tokio::time::timeout(grace, self.shared.wait_idle())
-            .await
-            .is_err()
-        {
-            let cancelled = self.abort_all();
-            tracing::debug!(
-                cancelled,
-                "cancelled the requests still running after the shutdown grace period"
-            );
-        }
+/// Ends open subscriptions gracefully and gives in-flight requests the grace period, then
+/// cancels what is left.
+async fn drain<H: Handler>(connection: &Connection<H>, grace: Duration) {
+    connection.close_gracefully();
+    if tokio::time::timeout(grace, connection.idle())
+        .await
+        .is_err()
+    {
+        tracing::debug!(
+            cancelled = connection.in_flight(),
+            "cancelled the requests still running after the shutdown grace period"
+        );
     }
+    connection.close();
 }
 
 fn origin() -> RequestOrigin {
@@ -737,269 +482,25 @@ fn origin() -> RequestOrigin {
 }
 
 /// Serves one request and writes everything it produces.
-async fn serve_request<H: Handler>(
-    server: Server<H>,
-    reply: BoxFuture<Reply>,
-    tx: mpsc::Sender<Bytes>,
-    guard: TaskGuard,
-    closing: Option<CancellationToken>,
-) {
-    let forwarded = AssertUnwindSafe(forward(&server, reply, &tx, &guard.id, closing))
-        .catch_unwind()
-        .await;
-    if forwarded.is_err() {
-        // Nothing final was written (a panic cannot follow the last message), so the client
-        // would wait forever without this answer.
-        tracing::error!(id = %guard.id, "a request handler panicked");
-        let error = ErrorObject::internal_error("Internal error: the request handler panicked");
-        if let Ok(bytes) =
-            serde_json::to_vec(&JsonRpcErrorResponse::new(Some(guard.id.clone()), error))
-        {
-            let _ = tx.send(Bytes::from(bytes)).await;
-        }
-    }
-    // Unregistered only now, after its last message is queued.
-    drop(guard);
-}
-
-async fn forward<H: Handler>(
-    server: &Server<H>,
-    reply: BoxFuture<Reply>,
-    tx: &mpsc::Sender<Bytes>,
-    id: &RequestId,
-    closing: Option<CancellationToken>,
-) {
+async fn forward(reply: Handling, tx: mpsc::Sender<Bytes>, _permit: Option<OwnedSemaphorePermit>) {
     match reply.await {
         Reply::Message { body, .. } => {
             let _ = tx.send(body).await;
         }
-        Reply::Accepted => {}
-        Reply::Stream(mut stream) => match closing {
-            None => {
-                while let Some(message) = stream.next().await {
-                    if tx.send(message).await.is_err() {
-                        break;
-                    }
+        Reply::Stream(mut stream) => {
+            while let Some(message) = stream.next().await {
+                if tx.send(message).await.is_err() {
+                    break;
                 }
             }
-            // A subscription: runs until the client cancels it (the task is aborted), the
-            // server shuts down (the engine ends the stream with its final result), or this
-            // connection closes.
-            Some(closing) => loop {
-                tokio::select! {
-                    // The stream first: once the engine has yielded its own final result the
-                    // stream is at its end, so a final result is never written twice.
-                    biased;
-                    message = stream.next() => match message {
-                        Some(message) => {
-                            if tx.send(message).await.is_err() {
-                                break;
-                            }
-                        }
-                        None => break,
-                    },
-                    () = closing.cancelled() => {
-                        drop(stream);
-                        if let Some(last) = listen_complete(server, id) {
-                            let _ = tx.send(last).await;
-                        }
-                        break;
-                    }
-                }
-            },
-        },
-    }
-}
-
-/// The graceful final result of a subscription this transport ends, the same one the engine
-/// sends when the server shuts down.
-fn listen_complete<H: Handler>(server: &Server<H>, id: &RequestId) -> Option<Bytes> {
-    let config = server.config();
-    let mut result = SubscriptionsListenResult::new(id.clone());
-    if config.stamp_server_info {
-        result.meta.server_info = Some(config.info.clone());
-    }
-    match serde_json::to_vec(&JsonRpcResponse::new(id.clone(), result)) {
-        Ok(bytes) => Some(Bytes::from(bytes)),
-        Err(e) => {
-            tracing::error!(error = %e, "could not serialize a subscription's final result");
-            None
         }
-    }
-}
-
-/// Writes queued messages, one per line, flushing whenever the queue runs dry.
-async fn write_lines<W: AsyncWrite + Unpin>(
-    mut rx: mpsc::Receiver<Bytes>,
-    writer: W,
-) -> io::Result<()> {
-    let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
-    while rx.recv_many(&mut batch, WRITE_BATCH).await > 0 {
-        for message in batch.drain(..) {
-            write_line(&mut out, &message).await?;
-        }
-        // Flushed as soon as nothing more is queued. Holding replies back to coalesce them
-        // (yielding to the other ready tasks first) cut the writes 32-fold in the benchmark
-        // but made client and server take turns, idling each other: 30 % fewer calls/s.
-        if rx.is_empty() {
-            out.flush().await?;
-        }
-    }
-    out.flush().await?;
-    out.shutdown().await
-}
-
-async fn write_line<W: AsyncWrite + Unpin>(
-    out: &mut BufWriter<W>,
-    message: &[u8],
-) -> io::Result<()> {
-    if message.is_empty() {
-        return Ok(());
-    }
-    if message.contains(&b'\n') || message.contains(&b'\r') {
-        // JSON allows raw line breaks only as whitespace between tokens (inside strings they
-        // are escaped), so blanking them keeps the message's meaning and keeps it on one line.
-        let flat: Vec<u8> = message
-            .iter()
-            .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
-            .collect();
-        out.write_all(&flat).await?;
-    } else {
-        out.write_all(message).await?;
-    }
-    out.write_all(b"\n").await
-}
-
-/// What the framer found in the buffered input.
-enum Frame {
-    /// A complete, non-blank line (its range in the buffer, line end excluded).
-    Line(Range<usize>),
-    /// A line over the length limit, already discarded.
-    TooLong,
-}
-
-/// Splits buffered input into lines, reusing one buffer, and skips over-long lines without
-/// holding them in memory.
-struct Framer {
-    buf: Vec<u8>,
-    /// Start of the current (incomplete) line.
-    start: usize,
-    /// Everything before this index has been searched for a newline.
-    scanned: usize,
-    max: usize,
-    /// Inside an over-long line: drop input up to the next newline.
-    discarding: bool,
-}
-
-impl Framer {
-    fn new(max: usize) -> Self {
-        Framer {
-            buf: Vec::with_capacity(READ_CHUNK),
-            start: 0,
-            scanned: 0,
-            max,
-            discarding: false,
-        }
-    }
-
-    /// The next complete line in the buffer, if any.
-    fn next_frame(&mut self) -> Option<Frame> {
-        loop {
-            let Some(offset) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
-                self.scanned = self.buf.len();
-                // `+ 1` leaves room for the `\r` of a `\r\n` line end still to come.
-                if self.discarding || self.buf.len() - self.start > self.max.saturating_add(1) {
-                    self.discarding = true;
-                    self.buf.clear();
-                    self.start = 0;
-                    self.scanned = 0;
-                }
-                return None;
-            };
-            let newline = self.scanned + offset;
-            let start = self.start;
-            self.start = newline + 1;
-            self.scanned = newline + 1;
-            if std::mem::take(&mut self.discarding) {
-                return Some(Frame::TooLong);
-            }
-            if let Some(frame) = self.frame(start, newline) {
-                return Some(frame);
-            }
-        }
-    }
-
-    /// At the end of the input: the last line, when it had no line end.
-    fn finish(&mut self) -> Option<Frame> {
-        let (start, end) = (self.start, self.buf.len());
-        self.start = end;
-        self.scanned = end;
-        if std::mem::take(&mut self.discarding) {
-            return Some(Frame::TooLong);
-        }
-        self.frame(start, end)
-    }
-
-    fn frame(&self, start: usize, mut end: usize) -> Option<Frame> {
-        if end > start && self.buf[end - 1] == b'\r' {
-            end -= 1;
-        }
-        let line = &self.buf[start..end];
-        if line.len() > self.max {
-            Some(Frame::TooLong)
-        } else if line.iter().all(u8::is_ascii_whitespace) {
-            None
-        } else {
-            Some(Frame::Line(start..end))
-        }
-    }
-
-    /// Drops consumed lines and makes room for the next read.
-    fn make_room(&mut self) {
-        if self.start == self.buf.len() {
-            self.buf.clear();
-            self.scanned = 0;
-        } else if self.start > 0 {
-            // Only the tail of one partial line moves.
-            self.buf.drain(..self.start);
-            self.scanned -= self.start;
-        }
-        self.start = 0;
-        if self.buf.capacity() > 4 * READ_CHUNK && self.buf.len() <= READ_CHUNK {
-            // Give back the memory a very large message needed.
-            self.buf.shrink_to(2 * READ_CHUNK);
-        }
-        self.buf.reserve(READ_CHUNK);
+        // Cancelled: a cancelled request gets no answer.
+        _ => {}
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn frames(max: usize, chunks: &[&[u8]]) -> Vec<Option<String>> {
-        let mut framer = Framer::new(max);
-        let mut out = Vec::new();
-        for chunk in chunks {
-            framer.make_room();
-            framer.buf.extend_from_slice(chunk);
-            while let Some(frame) = framer.next_frame() {
-                out.push(match frame {
-                    Frame::Line(r) => Some(String::from_utf8(framer.buf[r].to_vec()).unwrap()),
-                    Frame::TooLong => None,
-                });
-            }
-        }
-        if let Some(frame) = framer.finish() {
-            out.push(match frame {
-                Frame::Line(r) => Some(String::from_utf8(framer.buf[r].to_vec()).unwrap()),
-                Frame::TooLong => None,
-            });
-        }
-        out
-    }
-
     #[test]
     fn the_serving_future_is_small() {
         // The caller's future holds only the serving task's handle; the serving state lives
@@ -1008,39 +509,5 @@ mod tests {
         let serving = server.serve_stdio();
         let size = std::mem::size_of_val(&serving);
         assert!(size <= 512, "serve_stdio's future is {size} bytes");
-    }
-
-    #[test]
-    fn splits_lines_across_chunks() {
-        assert_eq!(
-            frames(
-                100,
-                &[b"{\"a\"", b":1}\r\n\n  \r\n{\"b\":2}\n{\"c\"", b":3}"]
-            ),
-            vec![
-                Some("{\"a\":1}".into()),
-                Some("{\"b\":2}".into()),
-                Some("{\"c\":3}".into())
-            ]
-        );
-    }
-
-    #[test]
-    fn discards_long_lines_without_buffering_them() {
-        let long = vec![b'x'; 50];
-        let out = frames(
-            10,
-            &[&long, &long, b"xx\n{}\n", b"0123456789\r\n01234567890\n"],
-        );
-        assert_eq!(
-            out,
-            vec![None, Some("{}".into()), Some("0123456789".into()), None]
-        );
-        let mut framer = Framer::new(10);
-        framer.make_room();
-        framer.buf.extend_from_slice(&long);
-        assert!(framer.next_frame().is_none());
-        assert!(framer.buf.is_empty(), "an over-long line is not kept");
-        assert_eq!(frames(10, &[&long]), vec![None]);
     }
 }

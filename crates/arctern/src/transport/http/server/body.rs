@@ -14,7 +14,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use tokio::time::{Instant, Sleep};
 
-use crate::server::ReplyStream;
+use crate::server::connection::ReplyStream;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

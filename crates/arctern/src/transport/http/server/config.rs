@@ -168,3 +168,78 @@ impl HttpConfig {
         self.localhost_only
     }
 }
+
+/// How long a client may take to finish the TLS handshake, by default.
+#[cfg(feature = "tls")]
+pub const DEFAULT_TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// TLS for the standalone [`HttpServer`](super::HttpServer) (feature `tls`): rustls with
+/// the ring provider, TLS 1.2 and 1.3, ALPN `http/1.1`, a certificate chain and its
+/// private key from PEM files.
+///
+/// The files are read when the server starts (a bad file fails
+/// [`listen`](super::HttpServer::listen)) and again on every reload: programmatically
+/// with [`TlsReloader::reload`](super::TlsReloader::reload), or on `SIGHUP` with
+/// [`reload_on_sighup`](Self::reload_on_sighup). A reload swaps the certificate for new
+/// handshakes only; connections already open keep theirs and are not dropped. A reload
+/// that fails (a half-written file, a key that does not match) keeps the old certificate
+/// and logs why.
+///
+/// When a TLS-terminating proxy or load balancer (nginx, Envoy, a cloud load balancer)
+/// already fronts the service, let it do TLS: it handles certificate automation, OCSP,
+/// HTTP/2 to clients and many backends, and the server listens on plain HTTP on a private
+/// address (with [`HttpConfig::allow_host`] naming the public host). Built-in TLS is for
+/// servers reached directly: a single host, a VM or container without an ingress, a
+/// development machine with a local CA.
+///
+/// ```no_run
+/// use arctern::server::McpServer;
+/// use arctern::transport::http::{HttpServer, TlsConfig};
+///
+/// # async fn run() -> arctern::Result<()> {
+/// let server = McpServer::new("demo").build()?;
+/// HttpServer::new(server)
+///     .bind("0.0.0.0:8443")
+///     .tls(TlsConfig::from_pem_files("/etc/mcp/fullchain.pem", "/etc/mcp/key.pem").reload_on_sighup(true))
+///     .serve()
+///     .await
+/// # }
+/// ```
+#[cfg(feature = "tls")]
+#[derive(Debug, Clone)]
+pub struct TlsConfig {
+    pub(crate) cert: std::path::PathBuf,
+    pub(crate) key: std::path::PathBuf,
+    pub(crate) reload_on_sighup: bool,
+    pub(crate) handshake_timeout: Duration,
+}
+
+#[cfg(feature = "tls")]
+impl TlsConfig {
+    /// The certificate chain (PEM, leaf first) and the private key (PEM: PKCS#8, PKCS#1
+    /// or SEC1) at these paths.
+    pub fn from_pem_files(
+        cert: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        TlsConfig {
+            cert: cert.into(),
+            key: key.into(),
+            reload_on_sighup: false,
+            handshake_timeout: DEFAULT_TLS_HANDSHAKE_TIMEOUT,
+        }
+    }
+
+    /// Reloads the files when the process gets `SIGHUP` (Unix; off by default, because it
+    /// installs a process-wide signal handler: a process with none dies on `SIGHUP`).
+    pub fn reload_on_sighup(mut self, enabled: bool) -> Self {
+        self.reload_on_sighup = enabled;
+        self
+    }
+
+    /// How long a client may take to finish the handshake (default 10 seconds).
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+}

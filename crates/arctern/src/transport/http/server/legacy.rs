@@ -16,22 +16,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use arctern_types::jsonrpc::{JsonRpcMessage, JsonRpcNotification};
-use arctern_types::notifications::CancelledNotificationParams;
-use arctern_types::{ProtocolVersion, RequestId, methods};
+use arctern_types::ProtocolVersion;
+use arctern_types::jsonrpc::JsonRpcMessage;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use http::HeaderMap;
 use http::header::HeaderName;
 use tokio::sync::{Notify, oneshot};
-use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::body::sse_event;
 use super::negotiate::MCP_PROTOCOL_VERSION;
-use crate::server::{
-    Handler, Initialized, LegacySession, Reply, ReplyStream, RequestOrigin, Server,
-};
+use crate::server::connection::{Connection, Reply, ReplyStream, RequestOrigin, TransportKind};
+use crate::server::{Handler, Server};
 
 /// `Mcp-Session-Id`.
 pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -129,6 +126,8 @@ pub(crate) struct Sessions {
 pub(crate) enum OpenError {
     /// At the session limit.
     Full,
+    /// No session id could be made (the operating system's random generator failed).
+    NoId,
 }
 
 impl Sessions {
@@ -147,7 +146,7 @@ impl Sessions {
     /// The session with this id, marked as used now.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
         let session = self.map().get(id).cloned()?;
-        if session.legacy.cancel.is_cancelled() {
+        if session.connection.is_closed() {
             // Ended by the server shutting down; forget it.
             self.remove(id);
             return None;
@@ -168,12 +167,15 @@ impl Sessions {
         }
     }
 
-    /// Opens a session for `initialize`; the server answers the request.
-    pub(crate) fn open<H: Handler>(
+    /// Serves an `initialize` on a connection of its own: when the server opens a session,
+    /// the session is kept under a fresh id. Returns the session (if one was opened) and the
+    /// reply to the `initialize`.
+    pub(crate) async fn open<H: Handler>(
         self: &Arc<Self>,
         server: &Server<H>,
-        request: &arctern_types::JsonRpcRequest,
-    ) -> Result<(Option<Arc<HttpSession>>, Bytes), OpenError> {
+        request: JsonRpcMessage,
+        origin: RequestOrigin,
+    ) -> Result<(Option<Arc<HttpSession>>, Reply), OpenError> {
         if self.map().len() >= self.limits.max {
             self.reap();
             if self.map().len() >= self.limits.max {
@@ -182,29 +184,38 @@ impl Sessions {
         }
         let standalone = Arc::new(EventLog::new(0));
         let weak = Arc::downgrade(&standalone);
-        let outbound = Arc::new(move |message: Bytes| {
-            if let Some(log) = weak.upgrade() {
-                log.push(Some(message));
-            }
-        });
-        let (legacy, body) = match server.legacy_initialize(request, outbound) {
-            Initialized::Session(legacy, body) => (legacy, body),
-            Initialized::Refused(body) => return Ok((None, body)),
+        let connection =
+            server
+                .connection(TransportKind::Http)
+                .on_unsolicited(move |message: Bytes| {
+                    if let Some(log) = weak.upgrade() {
+                        log.push(Some(message));
+                    }
+                });
+        let reply = connection.handle(request, origin).await;
+        let Some(version) = connection.negotiated_version() else {
+            return Ok((None, reply));
         };
-        let id: Arc<str> = crate::server::random_hex(16).into();
+        let Some(id) = crate::server::random_hex(16) else {
+            connection.close();
+            return Err(OpenError::NoId);
+        };
+        let id: Arc<str> = id.into();
+        let cancel = connection.closed_token();
         let session = Arc::new(HttpSession {
             id: id.clone(),
-            legacy,
+            version,
+            cancel,
+            connection: Box::new(connection),
             standalone,
             streams: Mutex::new(VecDeque::new()),
             next_stream: AtomicU64::new(1),
-            in_flight: Mutex::new(HashMap::new()),
             last_used: AtomicU64::new(now_ms()),
             active: AtomicUsize::new(0),
         });
         self.map().insert(id, session.clone());
         self.start_reaper(server.shutdown_token().clone());
-        Ok((Some(session), body))
+        Ok((Some(session), reply))
     }
 
     /// Closes the sessions idle for longer than the limit.
@@ -216,7 +227,7 @@ impl Sessions {
             let ids: Vec<Arc<str>> = map
                 .values()
                 .filter(|s| {
-                    s.legacy.cancel.is_cancelled()
+                    s.connection.is_closed()
                         || (s.active.load(Ordering::Acquire) == 0
                             && now.saturating_sub(s.last_used.load(Ordering::Acquire)) > idle)
                 })
@@ -262,17 +273,49 @@ impl Sessions {
     }
 }
 
+/// A legacy session's connection, whatever its handler type.
+trait SessionConnection: Send + Sync {
+    fn handle(
+        &self,
+        message: JsonRpcMessage,
+        origin: RequestOrigin,
+    ) -> futures::future::BoxFuture<'static, Reply>;
+    fn close(&self);
+    fn is_closed(&self) -> bool;
+}
+
+impl<H: Handler> SessionConnection for Connection<H> {
+    fn handle(
+        &self,
+        message: JsonRpcMessage,
+        origin: RequestOrigin,
+    ) -> futures::future::BoxFuture<'static, Reply> {
+        let connection = self.clone();
+        Box::pin(async move { connection.handle(message, origin).await })
+    }
+
+    fn close(&self) {
+        Connection::close(self);
+    }
+
+    fn is_closed(&self) -> bool {
+        Connection::is_closed(self)
+    }
+}
+
 /// One legacy session over HTTP.
 pub(crate) struct HttpSession {
     pub(crate) id: Arc<str>,
-    pub(crate) legacy: Arc<LegacySession>,
+    /// The revision `initialize` negotiated.
+    version: ProtocolVersion,
+    /// Cancelled when the session ends.
+    cancel: CancellationToken,
+    connection: Box<dyn SessionConnection>,
     /// The `GET` stream's log (stream 0): unsolicited messages.
     standalone: Arc<EventLog>,
     /// Request streams, oldest first, kept for resumption.
     streams: Mutex<VecDeque<Arc<EventLog>>>,
     next_stream: AtomicU64,
-    /// Requests being served, for `notifications/cancelled`.
-    in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
     last_used: AtomicU64,
     /// Requests running and streams being read: a session in use never expires.
     active: AtomicUsize,
@@ -284,15 +327,7 @@ impl HttpSession {
     }
 
     fn close(&self) {
-        self.legacy.close();
-        for (_, task) in self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain()
-        {
-            task.abort();
-        }
+        self.connection.close();
         self.standalone.finish();
         for log in self
             .streams
@@ -339,25 +374,6 @@ impl HttpSession {
             .find(|s| s.stream == id)
             .cloned()
     }
-
-    fn cancel(&self, note: &JsonRpcNotification) {
-        let Some(params) = note
-            .params
-            .as_deref()
-            .and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok())
-        else {
-            return;
-        };
-        let task = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&params.request_id);
-        if let Some(task) = task {
-            tracing::debug!(id = %params.request_id, "cancelled a legacy request");
-            task.abort();
-        }
-    }
 }
 
 /// Finishes a request stream's log when dropped.
@@ -390,7 +406,7 @@ fn now_ms() -> u64 {
 pub(crate) enum Answer {
     /// One JSON-RPC message.
     Message(Bytes),
-    /// Nothing (a notification or a response was accepted).
+    /// Nothing (a notification or a response was accepted, or the request was cancelled).
     Accepted,
     /// The request's stream: SSE frames with ids (a priming event first on 2025-11-25),
     /// or bare messages for a client that takes only JSON.
@@ -398,84 +414,49 @@ pub(crate) enum Answer {
 }
 
 /// Serves one message of a legacy session. A request runs in its own task, which keeps
-/// running if the HTTP exchange goes away (the client may resume its stream).
-pub(crate) async fn serve_message<H: Handler>(
-    server: &Server<H>,
+/// running if the HTTP exchange goes away (the client may resume its stream); only
+/// `notifications/cancelled` (or the session ending) cancels it.
+pub(crate) async fn serve_message(
     session: &Arc<HttpSession>,
     message: JsonRpcMessage,
     origin: RequestOrigin,
     sse: bool,
 ) -> Answer {
-    let request_id = match &message {
-        JsonRpcMessage::Request(r) => r.id.clone(),
-        JsonRpcMessage::Notification(note) => {
-            if note.method == methods::NOTIFICATIONS_CANCELLED {
-                session.cancel(note);
-            }
-            let _ = server.handle_legacy(&session.legacy, message, origin).await;
-            return Answer::Accepted;
-        }
-        JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
-            let _ = server.handle_legacy(&session.legacy, message, origin).await;
-            return Answer::Accepted;
-        }
-    };
+    if !matches!(message, JsonRpcMessage::Request(_)) {
+        // Notifications (cancellations included) and the client's answers to the server's
+        // requests.
+        session.connection.handle(message, origin).await;
+        return Answer::Accepted;
+    }
     let (tx, rx) = oneshot::channel();
-    let task_server = server.clone();
+    let served = session.connection.handle(message, origin);
     let task_session = session.clone();
     let guard = session.active();
-    let id = request_id.clone();
-    {
-        let mut in_flight = session
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // Spawned under the lock, so the task cannot finish (and unregister) before it is
-        // registered.
-        let task = tokio::spawn(async move {
-            let _guard = guard;
-            let reply = task_server
-                .handle_legacy(&task_session.legacy, message, origin)
-                .await;
-            match reply {
-                Reply::Message { body, .. } => {
-                    let _ = tx.send(Answer::Message(body));
-                }
-                Reply::Accepted => {
-                    let _ = tx.send(Answer::Accepted);
-                }
-                Reply::Stream(mut stream) => {
-                    let log = task_session.new_stream();
-                    let events = log.clone().reader(1, None, &task_session, sse);
-                    let _ = tx.send(Answer::Stream(events));
-                    // Ends the stream for its readers however the task ends (also when
-                    // `notifications/cancelled` aborts it).
-                    let _finish = FinishOnDrop(log.clone());
-                    while let Some(message) = stream.next().await {
-                        // An empty message asks for the response to end here (the client
-                        // resumes with GET).
-                        log.push((!message.is_empty()).then_some(message));
-                    }
+    tokio::spawn(async move {
+        let _guard = guard;
+        match served.await {
+            Reply::Message { body, .. } => {
+                let _ = tx.send(Answer::Message(body));
+            }
+            Reply::Stream(mut stream) => {
+                let log = task_session.new_stream();
+                let events = log.clone().reader(1, None, &task_session, sse);
+                let _ = tx.send(Answer::Stream(events));
+                // Ends the stream for its readers however the task ends (also when
+                // `notifications/cancelled` cuts the stream).
+                let _finish = FinishOnDrop(log.clone());
+                while let Some(message) = stream.next().await {
+                    // An empty message asks for the response to end here (the client
+                    // resumes with GET).
+                    log.push((!message.is_empty()).then_some(message));
                 }
             }
-            let mut in_flight = task_session
-                .in_flight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            // A later request may have reused the id (a client bug); its entry stays.
-            if in_flight
-                .get(&id)
-                .is_some_and(|task| task.id() == tokio::task::id())
-            {
-                in_flight.remove(&id);
+            _ => {
+                let _ = tx.send(Answer::Accepted);
             }
-        });
-        in_flight.insert(request_id, task.abort_handle());
-    }
-    rx.await.unwrap_or_else(|_| {
-        // The task was aborted (cancelled, or the session ended) before answering.
-        Answer::Accepted
-    })
+        }
+    });
+    rx.await.unwrap_or(Answer::Accepted)
 }
 
 /// Opens a `GET` stream: a resumption after `Last-Event-ID`, or the session's stream of
@@ -621,8 +602,8 @@ impl EventLog {
         session: &Arc<HttpSession>,
         sse: bool,
     ) -> ReplyStream {
-        let priming = (sse && session.legacy.version >= ProtocolVersion::V2025_11_25)
-            .then(|| self.priming(from));
+        let priming =
+            (sse && session.version >= ProtocolVersion::V2025_11_25).then(|| self.priming(from));
         let reader = Reader {
             priming,
             sse,
@@ -630,7 +611,7 @@ impl EventLog {
             next: from,
             skip_marks_before,
             generation,
-            cancel: session.legacy.cancel.clone(),
+            cancel: session.cancel.clone(),
             _active: session.active(),
         };
         let stream = futures::stream::unfold(reader, |mut reader| async move {

@@ -12,6 +12,10 @@ pub use body::ResponseBody;
 pub use config::{
     DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_SIZE, DEFAULT_PATH, DEFAULT_SHUTDOWN_GRACE, HttpConfig,
 };
+#[cfg(feature = "tls")]
+pub use config::{DEFAULT_TLS_HANDSHAKE_TIMEOUT, TlsConfig};
 pub use legacy::{DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT};
 pub use service::{ResponseFuture, StreamableHttpService};
+#[cfg(feature = "tls")]
+pub use standalone::TlsReloader;
 pub use standalone::{BoundHttpServer, HttpServer};

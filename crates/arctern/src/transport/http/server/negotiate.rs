@@ -4,7 +4,7 @@
 use http::HeaderMap;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderName};
 
-use crate::server::WireHeaders;
+use crate::server::connection::WireHeaders;
 use crate::transport::http::sentinel;
 
 pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");

@@ -20,10 +20,9 @@ use super::config::HttpConfig;
 use super::guard::{Denied, Guard};
 use super::legacy::{self, Route, SessionLimits, Sessions};
 use super::negotiate::{Accepts, is_json_content, mcp_method_is, wire_headers};
-use crate::server::encode_error;
-use crate::server::{
-    Handler, Reply, RequestOrigin, Server, has_modern_envelope, is_legacy_initialize,
-};
+use crate::server::connection::{MessageKind, Reply, RequestOrigin};
+use crate::server::{Handler, Server, encode_error};
+use crate::server::{has_modern_envelope, is_legacy_initialize};
 use arctern_types::jsonrpc::JsonRpcMessage;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -46,6 +45,7 @@ const LISTEN_NEEDS_SSE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"messa
 const SESSION_NOT_FOUND: &str = r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found: initialize a new session"}}"#;
 const MISSING_SESSION: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: missing Mcp-Session-Id header; send initialize first"}}"#;
 const TOO_MANY_SESSIONS: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Service Unavailable: too many open sessions"}}"#;
+const NO_SESSION_ID: &str = r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error: no session id could be made"}}"#;
 const UNSUPPORTED_LEGACY_VERSION: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: unsupported MCP-Protocol-Version for this session"}}"#;
 const GET_NEEDS_SSE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Not Acceptable: the GET stream answers with text/event-stream"}}"#;
 const UNKNOWN_EVENT_ID: &str = r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: Last-Event-ID names no stream of this session"}}"#;
@@ -300,68 +300,65 @@ impl<H: Handler> StreamableHttpService<H> {
                 return self.respond(server.handle_bytes(bytes, origin).await, accepts);
             }
         };
-        match route {
-            Route::Session(id) => {
-                let Some(session) = self.inner.sessions.get(&id) else {
-                    return json_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND);
-                };
-                if version == legacy::VersionHeader::Other {
-                    return json_error(StatusCode::BAD_REQUEST, UNSUPPORTED_LEGACY_VERSION);
-                }
-                match legacy::serve_message(server, &session, message, origin, accepts.sse).await {
-                    legacy::Answer::Message(body) => {
-                        self.respond(Reply::message(200, body), accepts)
-                    }
-                    legacy::Answer::Accepted => self.respond(Reply::Accepted, accepts),
-                    legacy::Answer::Stream(events) if accepts.sse => {
-                        self.sse(SseSource::Framed(Some(events)))
-                    }
-                    legacy::Answer::Stream(events) => {
-                        let mut response = Response::new(ResponseBody::last_only(events));
-                        response
-                            .headers_mut()
-                            .insert(CONTENT_TYPE, APPLICATION_JSON);
-                        response
-                    }
-                }
+        if let Route::Session(id) = route {
+            let Some(session) = self.inner.sessions.get(&id) else {
+                return json_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND);
+            };
+            if version == legacy::VersionHeader::Other {
+                return json_error(StatusCode::BAD_REQUEST, UNSUPPORTED_LEGACY_VERSION);
             }
-            _ => {
-                let legacy_header = version == legacy::VersionHeader::Legacy;
-                match &message {
-                    JsonRpcMessage::Request(r)
-                        if version != legacy::VersionHeader::Other
-                            && is_legacy_initialize(&r.method, r.params.as_deref()) =>
-                    {
-                        match self.inner.sessions.open(server, r) {
-                            Ok((Some(session), body)) => {
-                                let mut response = self.respond(Reply::message(200, body), accepts);
-                                if let Ok(value) = HeaderValue::from_str(&session.id) {
-                                    response.headers_mut().insert(legacy::MCP_SESSION_ID, value);
-                                }
-                                response
-                            }
-                            Ok((None, body)) => json(StatusCode::BAD_REQUEST, body),
-                            Err(legacy::OpenError::Full) => {
-                                tracing::warn!("refused a legacy session: at the session limit");
-                                json_error(StatusCode::SERVICE_UNAVAILABLE, TOO_MANY_SESSIONS)
-                            }
+            return match legacy::serve_message(&session, message, origin, accepts.sse).await {
+                legacy::Answer::Message(body) => self.respond(Reply::response(body), accepts),
+                legacy::Answer::Accepted => self.respond(Reply::Accepted, accepts),
+                legacy::Answer::Stream(events) if accepts.sse => {
+                    self.sse(SseSource::Framed(Some(events)))
+                }
+                legacy::Answer::Stream(events) => {
+                    let mut response = Response::new(ResponseBody::last_only(events));
+                    response
+                        .headers_mut()
+                        .insert(CONTENT_TYPE, APPLICATION_JSON);
+                    response
+                }
+            };
+        }
+        let legacy_header = version == legacy::VersionHeader::Legacy;
+        match &message {
+            JsonRpcMessage::Request(r)
+                if version != legacy::VersionHeader::Other
+                    && is_legacy_initialize(&r.method, r.params.as_deref()) =>
+            {
+                match self.inner.sessions.open(server, message, origin).await {
+                    Ok((Some(session), reply)) => {
+                        let mut response = self.respond(reply, accepts);
+                        if let Ok(value) = HeaderValue::from_str(&session.id) {
+                            response.headers_mut().insert(legacy::MCP_SESSION_ID, value);
                         }
+                        response
                     }
-                    JsonRpcMessage::Request(r)
-                        if legacy_header && !has_modern_envelope(r.params.as_deref()) =>
-                    {
-                        json_error(StatusCode::BAD_REQUEST, MISSING_SESSION)
+                    Ok((None, reply)) => self.respond(reply, accepts),
+                    Err(legacy::OpenError::Full) => {
+                        tracing::warn!("refused a legacy session: at the session limit");
+                        json_error(StatusCode::SERVICE_UNAVAILABLE, TOO_MANY_SESSIONS)
                     }
-                    JsonRpcMessage::Notification(_)
-                    | JsonRpcMessage::Response(_)
-                    | JsonRpcMessage::Error(_)
-                        if legacy_header =>
-                    {
-                        json_error(StatusCode::BAD_REQUEST, MISSING_SESSION)
+                    Err(legacy::OpenError::NoId) => {
+                        json_error(StatusCode::INTERNAL_SERVER_ERROR, NO_SESSION_ID)
                     }
-                    _ => self.respond(server.handle(message, origin).await, accepts),
                 }
             }
+            JsonRpcMessage::Request(r)
+                if legacy_header && !has_modern_envelope(r.params.as_deref()) =>
+            {
+                json_error(StatusCode::BAD_REQUEST, MISSING_SESSION)
+            }
+            JsonRpcMessage::Notification(_)
+            | JsonRpcMessage::Response(_)
+            | JsonRpcMessage::Error(_)
+                if legacy_header =>
+            {
+                json_error(StatusCode::BAD_REQUEST, MISSING_SESSION)
+            }
+            _ => self.respond(server.handle(message, origin).await, accepts),
         }
     }
 
@@ -380,9 +377,8 @@ impl<H: Handler> StreamableHttpService<H> {
 
     fn respond(&self, reply: Reply, accepts: Accepts) -> Response<ResponseBody> {
         match reply {
-            Reply::Message { status, body } => {
-                let status =
-                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            Reply::Message { body, kind } => {
+                let status = status_of(kind);
                 if status == StatusCode::OK && !accepts.json {
                     // The client takes only SSE: one event holding the response.
                     self.sse(SseSource::One(Some(body)))
@@ -399,7 +395,9 @@ impl<H: Handler> StreamableHttpService<H> {
                     .insert(CONTENT_TYPE, APPLICATION_JSON);
                 response
             }
-            Reply::Accepted => {
+            // A cancelled request has no answer; nothing but a notification gets here
+            // without one, and both are accepted.
+            _ => {
                 let mut response = Response::new(ResponseBody::empty());
                 *response.status_mut() = StatusCode::ACCEPTED;
                 response
@@ -415,6 +413,15 @@ impl<H: Handler> StreamableHttpService<H> {
         // Reverse proxies (nginx) must not hold events back.
         headers.insert(X_ACCEL_BUFFERING, NO);
         response
+    }
+}
+
+/// The HTTP status of a single-message answer.
+fn status_of(kind: MessageKind) -> StatusCode {
+    match kind {
+        MessageKind::Invalid => StatusCode::BAD_REQUEST,
+        MessageKind::UnknownMethod => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
     }
 }
 

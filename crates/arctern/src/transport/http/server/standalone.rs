@@ -17,6 +17,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::body::ResponseBody;
+#[cfg(feature = "tls")]
+use super::config::TlsConfig;
 use super::config::{DEFAULT_PATH, DEFAULT_SHUTDOWN_GRACE, HttpConfig};
 use super::service::{ResponseFuture, StreamableHttpService};
 use crate::server::{Handler, McpServer, Server};
@@ -28,6 +30,9 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// A pause after an accept error that is not about one connection (such as running out of
 /// file descriptors), so that the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+#[cfg(feature = "tls")]
+pub use tls::TlsReloader;
 
 /// A standalone Streamable HTTP server for a [`Server`].
 ///
@@ -58,12 +63,16 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 ///
 /// Localhost-only `Host`/`Origin` checking (see [`HttpConfig`]) is on by default when the
 /// server is bound to a loopback address.
+///
+/// With the `tls` feature, [`tls`](Self::tls) serves HTTPS (see [`TlsConfig`]).
 pub struct HttpServer<H> {
     server: Server<H>,
     bind: Bind,
     path: String,
     config: HttpConfig,
     grace: Duration,
+    #[cfg(feature = "tls")]
+    tls: Option<TlsConfig>,
 }
 
 enum Bind {
@@ -92,7 +101,16 @@ impl<H: Handler> HttpServer<H> {
             path: DEFAULT_PATH.to_owned(),
             config: HttpConfig::default(),
             grace: DEFAULT_SHUTDOWN_GRACE,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
+    }
+
+    /// Serves HTTPS with this certificate and key (see [`TlsConfig`]).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// The address to listen on, such as `"127.0.0.1:8000"` (port 0 picks a free port; see
@@ -155,6 +173,11 @@ impl<H: Handler> HttpServer<H> {
             }
             Bind::Listener(listener) => listener,
         };
+        #[cfg(feature = "tls")]
+        let tls = match &self.tls {
+            Some(config) => Some(tls::Tls::new(config.clone())?),
+            None => None,
+        };
         let local_addr = listener.local_addr()?;
         let loopback = local_addr.ip().is_loopback();
         let service =
@@ -168,6 +191,8 @@ impl<H: Handler> HttpServer<H> {
                 path: self.path.into(),
             },
             grace: self.grace,
+            #[cfg(feature = "tls")]
+            tls,
         })
     }
 
@@ -190,6 +215,8 @@ pub struct BoundHttpServer<H> {
     local_addr: SocketAddr,
     routed: Routed<H>,
     grace: Duration,
+    #[cfg(feature = "tls")]
+    tls: Option<tls::Tls>,
 }
 
 impl<H> fmt::Debug for BoundHttpServer<H> {
@@ -207,9 +234,20 @@ impl<H: Handler> BoundHttpServer<H> {
         self.local_addr
     }
 
-    /// The URL of the MCP endpoint, such as `http://127.0.0.1:8000/mcp`.
+    /// The URL of the MCP endpoint, such as `http://127.0.0.1:8000/mcp` (`https://` with
+    /// TLS).
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.local_addr, self.routed.path)
+        #[cfg(feature = "tls")]
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        #[cfg(not(feature = "tls"))]
+        let scheme = "http";
+        format!("{scheme}://{}{}", self.local_addr, self.routed.path)
+    }
+
+    /// The handle that reloads the certificate and key, when serving TLS.
+    #[cfg(feature = "tls")]
+    pub fn tls_reloader(&self) -> Option<TlsReloader> {
+        self.tls.as_ref().map(|t| t.reloader.clone())
     }
 
     /// Serves until [`Server::shutdown`] is called.
@@ -225,6 +263,8 @@ impl<H: Handler> BoundHttpServer<H> {
             local_addr,
             routed,
             grace,
+            #[cfg(feature = "tls")]
+            tls,
         } = self;
         let server = routed.service.server().clone();
         let stopping = server.shutdown_token().clone();
@@ -236,6 +276,8 @@ impl<H: Handler> BoundHttpServer<H> {
             .keep_alive(true);
         let builder = Arc::new(builder);
         let mut connections = JoinSet::new();
+        #[cfg(feature = "tls")]
+        let _reloading = tls.as_ref().and_then(|t| t.watch_sighup(closing.clone()));
         let mut signal = std::pin::pin!(signal);
         loop {
             tokio::select! {
@@ -250,8 +292,20 @@ impl<H: Handler> BoundHttpServer<H> {
                 }
                 accepted = accept(&listener) => match accepted {
                     Ok((stream, peer)) => {
+                        #[cfg(feature = "tls")]
+                        if let Some(tls) = &tls {
+                            connections.spawn(tls::serve_tls(
+                                tls.acceptor(),
+                                stream,
+                                peer,
+                                routed.clone(),
+                                builder.clone(),
+                                closing.clone(),
+                            ));
+                            continue;
+                        }
                         connections.spawn(serve_connection(
-                            stream,
+                            TokioIo::new(stream),
                             peer,
                             routed.clone(),
                             builder.clone(),
@@ -314,14 +368,16 @@ fn is_per_connection(e: &io::Error) -> bool {
     )
 }
 
-async fn serve_connection<H: Handler>(
-    stream: TcpStream,
+async fn serve_connection<H: Handler, I>(
+    io: I,
     peer: SocketAddr,
     routed: Routed<H>,
     builder: Arc<http1::Builder>,
     closing: CancellationToken,
-) {
-    let connection = builder.serve_connection(TokioIo::new(stream), routed);
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let connection = builder.serve_connection(io, routed);
     let mut connection = std::pin::pin!(connection);
     let result = tokio::select! {
         result = connection.as_mut() => result,
@@ -384,6 +440,210 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     pub async fn serve_http(self, addr: impl ToSocketAddrs) -> Result<()> {
         let server = self.build()?;
         server.serve_http(addr).await
+    }
+}
+
+/// TLS: the acceptor, a certificate that can be swapped, and the reload triggers.
+#[cfg(feature = "tls")]
+mod tls {
+    use std::fmt;
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    use arc_swap::ArcSwap;
+    use hyper::server::conn::http1;
+    use hyper_util::rt::TokioIo;
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use rustls::server::{ClientHello, ResolvesServerCert};
+    use rustls::sign::CertifiedKey;
+    use tokio::net::TcpStream;
+    use tokio_util::sync::CancellationToken;
+
+    use super::{Routed, serve_connection};
+    use crate::server::Handler;
+    use crate::transport::http::server::config::TlsConfig;
+    use crate::{Error, ErrorKind, Result};
+
+    pub(super) struct Tls {
+        acceptor: tokio_rustls::TlsAcceptor,
+        pub(super) reloader: TlsReloader,
+    }
+
+    impl Tls {
+        pub(super) fn new(config: TlsConfig) -> Result<Self> {
+            let current = Arc::new(Current(ArcSwap::from(load(&config)?)));
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut server = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| Error::new(ErrorKind::Config, "TLS configuration").with_source(e))?
+                .with_no_client_auth()
+                .with_cert_resolver(current.clone());
+            server.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Ok(Tls {
+                acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(server)),
+                reloader: TlsReloader { config, current },
+            })
+        }
+
+        /// The acceptor and the handshake deadline.
+        pub(super) fn acceptor(&self) -> (tokio_rustls::TlsAcceptor, std::time::Duration) {
+            (
+                self.acceptor.clone(),
+                self.reloader.config.handshake_timeout,
+            )
+        }
+
+        /// Reloads on `SIGHUP` until `closing`, when configured; the task's handle.
+        pub(super) fn watch_sighup(&self, closing: CancellationToken) -> Option<AbortOnDrop> {
+            if !self.reloader.config.reload_on_sighup {
+                return None;
+            }
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{SignalKind, signal};
+                let mut hangups = match signal(SignalKind::hangup()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot listen for SIGHUP; TLS reload on signal is off");
+                        return None;
+                    }
+                };
+                let reloader = self.reloader.clone();
+                let task = tokio::spawn(async move {
+                    loop {
+                        tokio::select! {
+                            () = closing.cancelled() => return,
+                            got = hangups.recv() => {
+                                if got.is_none() {
+                                    return;
+                                }
+                                tracing::info!("SIGHUP: reloading the TLS certificate");
+                                let _ = reloader.reload();
+                            }
+                        }
+                    }
+                });
+                Some(AbortOnDrop(task))
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = closing;
+                tracing::warn!("TLS reload on SIGHUP needs Unix");
+                None
+            }
+        }
+    }
+
+    /// Aborts the signal task when the server stops.
+    pub(super) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+
+    /// The certificate new handshakes get.
+    #[derive(Debug)]
+    struct Current(ArcSwap<CertifiedKey>);
+
+    impl ResolvesServerCert for Current {
+        fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+            Some(self.0.load_full())
+        }
+    }
+
+    /// Reloads the standalone server's certificate and key from their files (see
+    /// [`TlsConfig`]). Cheap to clone.
+    #[derive(Clone)]
+    pub struct TlsReloader {
+        config: TlsConfig,
+        current: Arc<Current>,
+    }
+
+    impl fmt::Debug for TlsReloader {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("TlsReloader")
+                .field("cert", &self.config.cert)
+                .field("key", &self.config.key)
+                .finish()
+        }
+    }
+
+    impl TlsReloader {
+        /// Reads the files again and uses them for new handshakes; open connections keep
+        /// theirs. On failure the old certificate stays, and the error says why.
+        pub fn reload(&self) -> Result<()> {
+            match load(&self.config) {
+                Ok(key) => {
+                    self.current.0.store(key);
+                    tracing::info!(cert = %self.config.cert.display(), "reloaded the TLS certificate");
+                    Ok(())
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "TLS reload failed; keeping the current certificate");
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    fn load(config: &TlsConfig) -> Result<Arc<CertifiedKey>> {
+        let bad = |what: String| Error::new(ErrorKind::Config, what);
+        let cert_pem = std::fs::read(&config.cert).map_err(|e| {
+            bad(format!(
+                "cannot read the TLS certificate {}",
+                config.cert.display()
+            ))
+            .with_source(e)
+        })?;
+        let key_pem = std::fs::read(&config.key).map_err(|e| {
+            bad(format!("cannot read the TLS key {}", config.key.display())).with_source(e)
+        })?;
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| bad(format!("invalid PEM in {}", config.cert.display())).with_source(e))?;
+        if certs.is_empty() {
+            return Err(bad(format!("no certificate in {}", config.cert.display())));
+        }
+        let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+            bad(format!("no private key in {}", config.key.display())).with_source(e)
+        })?;
+        let signer = rustls::crypto::ring::sign::any_supported_type(&key)
+            .map_err(|e| bad("unsupported TLS private key".to_owned()).with_source(e))?;
+        let certified = CertifiedKey::new(certs, signer);
+        certified.keys_match().map_err(|e| {
+            bad("the TLS key does not match the certificate".to_owned()).with_source(e)
+        })?;
+        Ok(Arc::new(certified))
+    }
+
+    /// Does the handshake (bounded by the configured timeout), then serves the connection.
+    pub(super) async fn serve_tls<H: Handler>(
+        (acceptor, timeout): (tokio_rustls::TlsAcceptor, std::time::Duration),
+        stream: TcpStream,
+        peer: SocketAddr,
+        routed: Routed<H>,
+        builder: Arc<http1::Builder>,
+        closing: CancellationToken,
+    ) {
+        let handshake = tokio::time::timeout(timeout, acceptor.accept(stream));
+        let tls = tokio::select! {
+            done = handshake => match done {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            },
+            () = closing.cancelled() => return,
+        };
+        serve_connection(TokioIo::new(tls), peer, routed, builder, closing).await;
     }
 }
 

@@ -4,7 +4,11 @@
 //! from the call before the body runs. [`Args`] decodes the arguments (tool arguments, prompt
 //! arguments, or the variables a resource template matched), [`State`] clones the server's
 //! shared state, and [`RequestContext`] gives the request itself (progress, logging, the
-//! client's capabilities, cancellation).
+//! client's capabilities, cancellation). The multi round-trip extractors (answers to
+//! questions) live in [`mrtr`](super::mrtr).
+//!
+//! To write an extractor of your own, implement [`FromCall`]: build the value from the
+//! [`CallParts`], and declare at registration what it needs in the [`Signature`].
 
 use std::fmt;
 
@@ -156,10 +160,11 @@ pub enum Extracted<T> {
     Rejected(Rejection),
 }
 
-/// Which multi round-trip form an extractor or return type belongs to. The two forms cannot
-/// be mixed in one handler.
+/// Which multi round-trip style an extractor or return type belongs to. The two styles
+/// cannot be mixed in one handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
+#[non_exhaustive]
+pub enum MrtrStyle {
     /// Typed questions answered through extractors (`Answer`, `Sample`, `Roots`...).
     Dependency,
     /// The handler reads `inputResponses` / `requestState` itself and returns an
@@ -169,15 +174,15 @@ pub enum Form {
 
 /// What a handler's parameters and return type declare, gathered when it is registered.
 #[derive(Debug, Default)]
-pub struct Describe {
+pub struct Signature {
     pub(crate) input_schema: Option<JsonObject>,
     pub(crate) output_schema: Option<JsonObject>,
-    pub(crate) forms: Vec<(Form, &'static str)>,
+    pub(crate) styles: Vec<(MrtrStyle, &'static str)>,
     pub(crate) questions: Vec<(&'static str, &'static str)>,
     pub(crate) errors: Vec<String>,
 }
 
-impl Describe {
+impl Signature {
     /// Declares the JSON Schema of the arguments (at most one extractor may).
     pub fn arguments_schema(&mut self, schema: JsonObject, by: &'static str) {
         if self.input_schema.is_some() {
@@ -199,9 +204,9 @@ impl Describe {
         self.errors.push(message.into());
     }
 
-    /// Declares that an extractor or return type belongs to a multi round-trip form.
-    pub fn form(&mut self, form: Form, by: &'static str) {
-        self.forms.push((form, by));
+    /// Declares that an extractor or return type belongs to a multi round-trip style.
+    pub fn style(&mut self, style: MrtrStyle, by: &'static str) {
+        self.styles.push((style, by));
     }
 
     /// Records a question key; two different questions may not share one.
@@ -216,13 +221,16 @@ impl Describe {
 
     /// Whether the handler asks typed questions (needs sealed request state).
     pub(crate) fn uses_dependency_form(&self) -> bool {
-        self.forms.iter().any(|(f, _)| *f == Form::Dependency)
+        self.styles.iter().any(|(f, _)| *f == MrtrStyle::Dependency)
     }
 
     /// Checks the collected declarations: the two multi round-trip forms cannot be mixed.
     pub(crate) fn finish(mut self, what: &str) -> Result<Self, String> {
-        let dependency = self.forms.iter().find(|(f, _)| *f == Form::Dependency);
-        let manual = self.forms.iter().find(|(f, _)| *f == Form::Manual);
+        let dependency = self
+            .styles
+            .iter()
+            .find(|(f, _)| *f == MrtrStyle::Dependency);
+        let manual = self.styles.iter().find(|(f, _)| *f == MrtrStyle::Manual);
         if let (Some((_, d)), Some((_, m))) = (dependency, manual) {
             self.errors.push(format!(
                 "it mixes the two multi round-trip forms: {d} asks through extractors, while {m} handles input by hand; use one form per handler"
@@ -239,12 +247,18 @@ impl Describe {
 /// A handler parameter built from the call.
 ///
 /// `S` is the server's shared state type (see [`State`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a parameter of a tool, prompt or resource handler",
+    label = "not an extractor",
+    note = "handler parameters are extractors: `Args<T>`, `RawArgs`, `State<S>`, `RequestContext`, or the multi round-trip ones in `arctern::server::mrtr` (`Answer<Q>`, `Sample<Q>`, `Roots`, `Questions`...)",
+    note = "`State<S>` needs the server's state type: `McpServer::with_state(name, state)`"
+)]
 pub trait FromCall<S>: Sized {
     /// Builds the value, or queues a question, or rejects the call.
     fn from_call(parts: &mut CallParts, state: &S) -> Extracted<Self>;
 
     /// Declares what this extractor needs, when the handler is registered.
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         let _ = describe;
     }
 }
@@ -272,7 +286,7 @@ where
         }
     }
 
-    fn describe(describe: &mut Describe) {
+    fn describe(describe: &mut Signature) {
         describe.arguments_schema(schema_for::<T>(), "Args");
     }
 }
@@ -304,7 +318,8 @@ impl<S> FromCall<S> for RawArgs {
     }
 }
 
-/// The JSON Schema of `T` as an inline object: 2020-12, no `$schema`, no `$ref`s.
+/// The JSON Schema of `T` as an inline object: 2020-12, no `$schema`. Subschemas are
+/// inlined; a recursive type keeps its `$defs`, which its `$ref`s point into.
 pub fn schema_for<T: schemars::JsonSchema>() -> JsonObject {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|s| {
@@ -315,9 +330,80 @@ pub fn schema_for<T: schemars::JsonSchema>() -> JsonObject {
     let schema = generator.into_root_schema_for::<T>();
     match serde_json::to_value(&schema) {
         Ok(Value::Object(mut map)) => {
-            map.remove("$defs");
+            if !refers(&Value::Object(map.clone())) {
+                map.remove("$defs");
+            }
             map
         }
         Ok(Value::Bool(true)) | Ok(_) | Err(_) => JsonObject::new(),
+    }
+}
+
+/// Whether a schema holds a `$ref` anywhere.
+fn refers(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k == "$ref" || (k != "$defs" && refers(v))),
+        Value::Array(items) => items.iter().any(refers),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Tree {
+        name: String,
+        children: Vec<Tree>,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Flat {
+        inner: Inner,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        n: u32,
+    }
+
+    /// Every `$ref` of `schema` resolves against its root.
+    fn refs_resolve(root: &Value, node: &Value) -> bool {
+        match node {
+            Value::Object(map) => map.iter().all(|(k, v)| {
+                if k == "$ref" {
+                    let pointer = v.as_str().and_then(|r| r.strip_prefix('#')).unwrap_or("?");
+                    root.pointer(pointer).is_some()
+                } else {
+                    refs_resolve(root, v)
+                }
+            }),
+            Value::Array(items) => items.iter().all(|v| refs_resolve(root, v)),
+            _ => true,
+        }
+    }
+
+    #[test]
+    fn a_recursive_type_keeps_the_definitions_its_refs_point_to() {
+        let schema = Value::Object(schema_for::<Tree>());
+        assert!(refers(&schema), "{schema}");
+        assert!(refs_resolve(&schema, &schema), "dangling $ref in {schema}");
+    }
+
+    #[test]
+    fn a_plain_type_is_inlined_without_definitions() {
+        let schema = schema_for::<Flat>();
+        assert!(!schema.contains_key("$defs"));
+        assert!(!refers(&Value::Object(schema.clone())));
+        assert_eq!(
+            schema["properties"]["inner"]["properties"]["n"]["type"],
+            "integer"
+        );
     }
 }

@@ -5,31 +5,54 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use super::note_channel::NoteReceiver;
+use crate::server::note_channel::NoteReceiver;
 use bytes::Bytes;
 use futures::Stream;
 
 /// How a transport should answer one incoming message.
+#[non_exhaustive]
 pub enum Reply {
-    /// Exactly one JSON-RPC message (a result or an error). `status` is the HTTP status a
-    /// Streamable HTTP transport uses (200, or 400/404 for envelope and routing errors).
+    /// Exactly one JSON-RPC message: a result, or an error.
     Message {
-        /// HTTP status for HTTP transports.
-        status: u16,
         /// The serialized JSON-RPC message.
         body: Bytes,
+        /// What kind of answer it is (an HTTP transport picks its status from it).
+        kind: MessageKind,
     },
-    /// Several messages: request-scoped notifications, then (unless the stream is cut) the
-    /// final response. HTTP sends this as an SSE stream, stdio as lines. Dropping the stream
-    /// cancels the request.
+    /// Several messages: request-scoped notifications (and, on a legacy session, the
+    /// server's own requests), then the final response unless the stream is cut. HTTP sends
+    /// this as an SSE stream, stdio as lines. Dropping the stream cancels the request.
     Stream(ReplyStream),
-    /// Nothing to send: a notification was accepted (HTTP 202).
+    /// Nothing to send: a notification, or a response to one of the server's requests, was
+    /// accepted (HTTP 202).
     Accepted,
+    /// Nothing to send: the request was cancelled (`notifications/cancelled`) before it was
+    /// answered, and a cancelled request gets no answer.
+    Cancelled,
+}
+
+/// What kind of message a [`Reply::Message`] is. Only the HTTP transport cares: it answers
+/// `Response` with 200, `Invalid` with 400 and `UnknownMethod` with 404.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MessageKind {
+    /// A result, or the error a method answered with.
+    Response,
+    /// The message, its envelope or its mirrored headers were refused before any method
+    /// ran (malformed JSON, a missing or unsupported protocol version, a header that does
+    /// not match the body, a rejected `requestState`).
+    Invalid,
+    /// The method does not exist, or the server does not offer it.
+    UnknownMethod,
 }
 
 impl Reply {
-    pub(crate) fn message(status: u16, body: Bytes) -> Self {
-        Reply::Message { status, body }
+    /// A single message answering a request.
+    pub(crate) fn response(body: Bytes) -> Self {
+        Reply::Message {
+            body,
+            kind: MessageKind::Response,
+        }
     }
 
     /// The single message's body, if this is a single message.
@@ -39,27 +62,19 @@ impl Reply {
             _ => None,
         }
     }
-
-    /// The HTTP status a Streamable HTTP transport answers with.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            Reply::Message { status, .. } => *status,
-            Reply::Stream(_) => 200,
-            Reply::Accepted => 202,
-        }
-    }
 }
 
 impl fmt::Debug for Reply {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reply::Message { status, body } => f
+            Reply::Message { body, kind } => f
                 .debug_struct("Message")
-                .field("status", status)
+                .field("kind", kind)
                 .field("body", &String::from_utf8_lossy(body))
                 .finish(),
             Reply::Stream(_) => f.write_str("Stream"),
             Reply::Accepted => f.write_str("Accepted"),
+            Reply::Cancelled => f.write_str("Cancelled"),
         }
     }
 }
@@ -85,28 +100,20 @@ impl Stream for ReplyStream {
     }
 }
 
-pub(crate) type BoxedResponse = Pin<Box<dyn Future<Output = (u16, Bytes)> + Send>>;
+/// A response in the making: its body and kind once the handler is done.
+pub(crate) type BoxedResponse = Pin<Box<dyn Future<Output = (Bytes, MessageKind)> + Send>>;
 
 /// Runs a handler whose request may emit notifications, and decides between a single
 /// message and a stream lazily: if the handler finishes before it notifies anything, the
 /// answer is one plain message; if a notification comes first, the answer becomes a stream
 /// that carries it, any later ones, then the final response.
-pub(crate) async fn respond_lazily(
-    response: impl Future<Output = (u16, Bytes)> + Send + 'static,
-    rx: NoteReceiver,
-) -> Reply {
-    respond_lazily_boxed(Box::pin(response), rx).await
-}
-
-/// [`respond_lazily`] for a response future already on the heap, so that the caller's
-/// future holds a pointer instead of the whole response future.
-pub(crate) async fn respond_lazily_boxed(
-    mut response: BoxedResponse,
-    mut rx: NoteReceiver,
-) -> Reply {
+///
+/// The response future is on the heap already, so that the caller's future holds a pointer
+/// instead of the whole response future.
+pub(crate) async fn respond_lazily(mut response: BoxedResponse, mut rx: NoteReceiver) -> Reply {
     tokio::select! {
         biased;
-        (status, body) = &mut response => {
+        (body, kind) = &mut response => {
             match rx.try_recv() {
                 Ok(first) => {
                     let mut queued = vec![first];
@@ -116,7 +123,7 @@ pub(crate) async fn respond_lazily_boxed(
                     queued.push(body);
                     Reply::Stream(ReplyStream::new(futures::stream::iter(queued)))
                 }
-                Err(_) => Reply::message(status, body),
+                Err(_) => Reply::Message { body, kind },
             }
         }
         Some(first) = rx.recv() => Reply::Stream(ReplyStream::new(NotifyThenRespond {
@@ -145,7 +152,7 @@ impl Stream for NotifyThenRespond {
             return Poll::Ready(Some(first));
         }
         if let Some(response) = this.response.as_mut() {
-            if let Poll::Ready((_, body)) = response.as_mut().poll(cx) {
+            if let Poll::Ready((body, _)) = response.as_mut().poll(cx) {
                 this.response = None;
                 this.last = Some(body);
             } else if let Some(rx) = this.rx.as_mut() {

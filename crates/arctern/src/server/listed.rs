@@ -1,4 +1,4 @@
-//! Results serialized once and sent many times.
+//! List results, sent as values or serialized once and shared.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,23 +8,36 @@ use serde::de::DeserializeOwned;
 
 use super::wire::WireResult;
 
-/// A result type a handler can return as a [`PreparedResult`]: the results of `tools/list`,
-/// `prompts/list`, `resources/list` and `resources/templates/list`. Sealed.
-pub trait Preparable: WireResult + DeserializeOwned {}
+/// A result of a list method: `tools/list`, `prompts/list`, `resources/list` and
+/// `resources/templates/list`. Sealed.
+pub trait ListResult: WireResult + DeserializeOwned + sealed::Sealed {}
 
-impl Preparable for arctern_types::tools::ListToolsResult {}
-impl Preparable for arctern_types::prompts::ListPromptsResult {}
-impl Preparable for arctern_types::resources::ListResourcesResult {}
-impl Preparable for arctern_types::resources::ListResourceTemplatesResult {}
+mod sealed {
+    pub trait Sealed {}
+}
 
-/// What the server sends for a list method: an ordinary result, serialized for each response
-/// as usual, or a result serialized once and shared by every response that sends it.
+macro_rules! list_result {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl ListResult for $t {}
+    )*};
+}
+
+list_result!(
+    arctern_types::tools::ListToolsResult,
+    arctern_types::prompts::ListPromptsResult,
+    arctern_types::resources::ListResourcesResult,
+    arctern_types::resources::ListResourceTemplatesResult
+);
+
+/// What a [`Handler`](super::Handler)'s list method returns: a page as a value, serialized
+/// for each response as usual (`Ok(page.into())`), or a page serialized once and shared by
+/// every response that sends it ([`Listed::shared`]).
 ///
 /// A list that stays the same across many requests costs little to send in the shared form:
-/// build it once per page and per version of the data with [`PreparedResult::shared`], keep
-/// it, and return clones (an `Arc` each) from
-/// [`Handler::list_tools_prepared`](super::Handler::list_tools_prepared) and its siblings.
-/// Each response then copies bytes instead of cloning and serializing every entry. The
+/// build it once per page and per version of the data with [`Listed::shared`], keep it,
+/// and return clones (an `Arc` each). Each response then copies bytes instead of cloning and
+/// serializing every entry ([`McpServer`](super::McpServer) does this for you). The
 /// server still finishes the result the same way in both forms: it puts
 /// `io.modelcontextprotocol/serverInfo` into `_meta` (next to the result's own `_meta`), adds
 /// the `ttlMs` and `cacheScope` of its [`CachePolicy`](super::CachePolicy) where the result
@@ -32,21 +45,21 @@ impl Preparable for arctern_types::resources::ListResourceTemplatesResult {}
 /// content on the wire does not depend on the form.
 ///
 /// ```
-/// use arctern::server::PreparedResult;
+/// use arctern::server::Listed;
 /// use arctern::types::tools::{ListToolsResult, Tool};
 ///
 /// let page = ListToolsResult::new(vec![Tool::new("echo", "Echoes.", Default::default())]);
-/// let shared = PreparedResult::shared(page.clone()).unwrap();
+/// let shared = Listed::shared(page.clone()).unwrap();
 /// assert!(shared.is_shared());
 /// assert_eq!(shared.clone().into_result().unwrap(), page);
-/// assert!(!PreparedResult::from(page).is_shared());
+/// assert!(!Listed::from(page).is_shared());
 /// ```
-pub struct PreparedResult<R> {
-    repr: PreparedForm<R>,
+pub struct Listed<R> {
+    repr: ListedForm<R>,
 }
 
 /// The two forms, as the engine sees them.
-pub(crate) enum PreparedForm<R> {
+pub(crate) enum ListedForm<R> {
     Value(R),
     Shared(Arc<Shared>),
 }
@@ -63,33 +76,33 @@ pub(crate) struct Shared {
     pub(crate) scope_unset: bool,
 }
 
-impl<R> PreparedResult<R> {
+impl<R> Listed<R> {
     /// The value form, for results the engine serializes per response.
-    pub(crate) fn value(result: R) -> Self {
-        PreparedResult {
-            repr: PreparedForm::Value(result),
+    pub fn value(result: R) -> Self {
+        Listed {
+            repr: ListedForm::Value(result),
         }
     }
 
     /// Whether this is the shared, already serialized form.
     pub fn is_shared(&self) -> bool {
-        matches!(self.repr, PreparedForm::Shared(_))
+        matches!(self.repr, ListedForm::Shared(_))
     }
 
-    pub(crate) fn into_form(self) -> PreparedForm<R> {
+    pub(crate) fn into_form(self) -> ListedForm<R> {
         self.repr
     }
 }
 
-impl<R: Preparable> PreparedResult<R> {
+impl<R: ListResult> Listed<R> {
     /// Serializes `result` once, for any number of responses. Fails only where `serde_json`
     /// itself fails, which these results' JSON members do not make it do.
     pub fn shared(mut result: R) -> Result<Self, serde_json::Error> {
         let meta = result.meta_mut().take();
         let (ttl_unset, scope_unset) = result.unset_cache_hint();
         let json = serde_json::to_vec(&result)?.into_boxed_slice();
-        Ok(PreparedResult {
-            repr: PreparedForm::Shared(Arc::new(Shared {
+        Ok(Listed {
+            repr: ListedForm::Shared(Arc::new(Shared {
                 json,
                 meta,
                 ttl_unset,
@@ -102,8 +115,8 @@ impl<R: Preparable> PreparedResult<R> {
     /// costs a full parse: meant for tests and for callers outside the request path).
     pub fn into_result(self) -> Result<R, serde_json::Error> {
         match self.repr {
-            PreparedForm::Value(r) => Ok(r),
-            PreparedForm::Shared(shared) => {
+            ListedForm::Value(r) => Ok(r),
+            ListedForm::Shared(shared) => {
                 let mut result: R = serde_json::from_slice(&shared.json)?;
                 *result.meta_mut() = shared.meta.clone();
                 Ok(result)
@@ -112,31 +125,31 @@ impl<R: Preparable> PreparedResult<R> {
     }
 }
 
-impl<R: Preparable> From<R> for PreparedResult<R> {
+impl<R: ListResult> From<R> for Listed<R> {
     /// The value form: serialized for each response, as any result.
     fn from(result: R) -> Self {
-        PreparedResult::value(result)
+        Listed::value(result)
     }
 }
 
-impl<R: Clone> Clone for PreparedResult<R> {
+impl<R: Clone> Clone for Listed<R> {
     /// Clones the value, or shares the serialized form (an `Arc`).
     fn clone(&self) -> Self {
-        PreparedResult {
+        Listed {
             repr: match &self.repr {
-                PreparedForm::Value(r) => PreparedForm::Value(r.clone()),
-                PreparedForm::Shared(s) => PreparedForm::Shared(s.clone()),
+                ListedForm::Value(r) => ListedForm::Value(r.clone()),
+                ListedForm::Shared(s) => ListedForm::Shared(s.clone()),
             },
         }
     }
 }
 
-impl<R: fmt::Debug> fmt::Debug for PreparedResult<R> {
+impl<R: fmt::Debug> fmt::Debug for Listed<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            PreparedForm::Value(r) => f.debug_tuple("PreparedResult::Value").field(r).finish(),
-            PreparedForm::Shared(s) => f
-                .debug_struct("PreparedResult::Shared")
+            ListedForm::Value(r) => f.debug_tuple("Listed::Value").field(r).finish(),
+            ListedForm::Shared(s) => f
+                .debug_struct("Listed::Shared")
                 .field("json", &String::from_utf8_lossy(&s.json))
                 .field("meta", &s.meta)
                 .finish(),
@@ -165,8 +178,8 @@ mod tests {
 
     #[test]
     fn shared_form_keeps_meta_aside_and_round_trips() {
-        let prepared = PreparedResult::shared(page()).unwrap();
-        let PreparedForm::Shared(shared) = prepared.clone().into_form() else {
+        let prepared = Listed::shared(page()).unwrap();
+        let ListedForm::Shared(shared) = prepared.clone().into_form() else {
             panic!("not shared");
         };
         let body: serde_json::Value = serde_json::from_slice(&shared.json).unwrap();
@@ -182,7 +195,7 @@ mod tests {
         let mut p = page();
         p.ttl_ms = Some(5);
         p.cache_scope = Some(CacheScope::Public);
-        let PreparedForm::Shared(shared) = PreparedResult::shared(p).unwrap().into_form() else {
+        let ListedForm::Shared(shared) = Listed::shared(p).unwrap().into_form() else {
             panic!("not shared");
         };
         assert!(!shared.ttl_unset && !shared.scope_unset);

@@ -1,0 +1,426 @@
+//! The [`McpServer`] builder.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arc_swap::ArcSwap;
+use arctern_types::capabilities::{PromptsCapability, ResourcesCapability, ToolsCapability};
+use arctern_types::implementation::Implementation;
+use arctern_types::meta::JsonObject;
+
+use super::completion::Completer;
+use super::entry::{Entry, Kind};
+use super::handler::{HandlerInner, McpHandler};
+use super::registry::{Insert, Registry};
+use super::{
+    CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn, IntoCompletion, IntoPromptResult,
+    IntoReadResult, IntoToolResult, PromptSpec, RegistrationError, ResourceSpec,
+    ResourceTemplateSpec, ToolSpec, prompt, resource, tool,
+};
+use crate::server::config::{CachePolicy, PrincipalHook, ServerConfig};
+use crate::server::context::RequestContext;
+use crate::server::engine::Server;
+use crate::server::middleware::Middleware;
+use crate::server::mrtr::MrtrLimits;
+use crate::state::{KeyRing, StateSealer};
+
+/// Builds a server from plain async functions: tools, prompts, resources and resource
+/// templates whose parameters are extractors (see [`FromCall`](crate::server::extract::FromCall)).
+///
+/// ```no_run
+/// use arctern::server::McpServer;
+/// use arctern::server::extract::Args;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Echo { text: String }
+///
+/// async fn echo(Args(e): Args<Echo>) -> String {
+///     e.text
+/// }
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = McpServer::new("echo-server")
+///     .version("1.0.0")
+///     .tool("echo", "Echoes its text.", echo)
+///     .build()?;
+/// # let _ = server; Ok(()) }
+/// ```
+///
+/// `S` is shared state handed to handlers through the [`State`](crate::server::extract::State) extractor; set it with
+/// [`McpServer::with_state`].
+pub struct McpServer<S = ()> {
+    // Boxed: the builder is passed by value through every registration, and inline its
+    // 1.5 KB would be copied on each call and take a stack slot per call in a long chain.
+    parts: Box<BuilderParts<S>>,
+}
+
+/// What an [`McpServer`] collects before [`build`](McpServer::build).
+struct BuilderParts<S> {
+    config: ServerConfig,
+    state: S,
+    registry: Registry<S>,
+    completer: Option<Completer>,
+    errors: Vec<String>,
+    page_size: usize,
+    enable: Enable,
+    sealing: Sealing,
+}
+
+/// How an `McpServer` seals request state.
+enum Sealing {
+    /// A fresh process-local key, the server name as audience.
+    Default,
+    /// These keys, the server name as audience.
+    Keys(KeyRing),
+    /// A sealer configured in full.
+    Sealer(StateSealer),
+    /// No sealing (typed questions cannot be registered).
+    Off,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Enable {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    logging: bool,
+}
+
+impl McpServer<()> {
+    /// A server called `name`, with no shared state.
+    pub fn new(name: impl Into<String>) -> Self {
+        McpServer::with_state(name, ())
+    }
+}
+
+impl<S> fmt::Debug for McpServer<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.parts.config.info.name)
+            .field("tools", &self.parts.registry.tools.len())
+            .field("prompts", &self.parts.registry.prompts.len())
+            .field("resources", &self.parts.registry.resources.len())
+            .field("templates", &self.parts.registry.templates.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Clone + Send + Sync + 'static> McpServer<S> {
+    /// A server called `name` whose handlers can extract `State<S>`.
+    pub fn with_state(name: impl Into<String>, state: S) -> Self {
+        McpServer {
+            parts: Box::new(BuilderParts {
+                config: ServerConfig::new(name, "0.0.0"),
+                state,
+                registry: Registry::default(),
+                completer: None,
+                errors: Vec::new(),
+                page_size: DEFAULT_PAGE_SIZE,
+                enable: Enable {
+                    logging: true,
+                    ..Default::default()
+                },
+                sealing: Sealing::Default,
+            }),
+        }
+    }
+
+    /// Seals request state with these keys (the first seals, all verify), so that several
+    /// server processes sharing them can finish each other's flows, and keys rotate without
+    /// downtime. Without this a fresh process-local key is used.
+    pub fn state_keys(mut self, keys: KeyRing) -> Self {
+        self.parts.sealing = Sealing::Keys(keys);
+        self
+    }
+
+    /// Seals request state with a sealer configured in full (codec, clock, time to live,
+    /// audience, maximum token size).
+    pub fn state_sealer(mut self, sealer: StateSealer) -> Self {
+        self.parts.sealing = Sealing::Sealer(sealer);
+        self
+    }
+
+    /// Turns request-state sealing off: `requestState` then passes between the client and
+    /// manual-form handlers as plain text, and handlers asking typed questions cannot be
+    /// registered (their answers are pinned inside the sealed state). Only for servers whose
+    /// state carries nothing that tampering could abuse.
+    pub fn without_state_sealing(mut self) -> Self {
+        self.parts.sealing = Sealing::Off;
+        self
+    }
+
+    /// Where the principal that request state is bound to comes from, when no authentication
+    /// layer put a [`Principal`](crate::server::Principal) in the request's extensions.
+    pub fn principal(mut self, hook: PrincipalHook) -> Self {
+        self.parts.config.principal = Some(hook);
+        self
+    }
+
+    /// Adds a middleware around every handler call, on both eras and every transport (see
+    /// [`middleware`](crate::server::middleware)); the first added runs first.
+    pub fn layer(mut self, middleware: impl Middleware) -> Self {
+        self.parts.config.middleware.push(Arc::new(middleware));
+        self
+    }
+
+    /// Limits on multi round-trip requests (questions per round, rounds per call).
+    pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
+        self.parts.config.mrtr = limits;
+        self
+    }
+
+    /// Sets how 2025-era clients are served (default: 2025-11-25 and 2025-06-18, with the
+    /// legacy shim); [`LegacyConfig::disabled`](crate::server::LegacyConfig::disabled)
+    /// makes a modern-only server.
+    pub fn legacy(mut self, legacy: crate::server::LegacyConfig) -> Self {
+        self.parts.config.legacy = legacy;
+        self
+    }
+
+    /// The version in `serverInfo`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.parts.config.info.version = version.into();
+        self
+    }
+
+    /// A human-readable title in `serverInfo`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.parts.config.info.title = Some(title.into());
+        self
+    }
+
+    /// Everything `serverInfo` says (name, version, title, description, website, icons).
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.parts.config.info = info;
+        self
+    }
+
+    /// Guidance for the model, returned by `server/discover`.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.parts.config.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Caching hints for cacheable results.
+    pub fn cache_policy(mut self, cache: CachePolicy) -> Self {
+        self.parts.config.cache = cache;
+        self
+    }
+
+    /// Entries per page of the list methods (at least 1).
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.parts.page_size = page_size.max(1);
+        self
+    }
+
+    /// Whether to declare the (deprecated) `logging` capability, which lets handlers send log
+    /// messages to clients that opt in per request. On by default.
+    pub fn logging(mut self, enabled: bool) -> Self {
+        self.parts.enable.logging = enabled;
+        self
+    }
+
+    /// Declares the `tools` capability even when no tool is registered yet (tools can be
+    /// added at run time).
+    pub fn enable_tools(mut self) -> Self {
+        self.parts.enable.tools = true;
+        self
+    }
+
+    /// Declares the `prompts` capability even when no prompt is registered yet.
+    pub fn enable_prompts(mut self) -> Self {
+        self.parts.enable.prompts = true;
+        self
+    }
+
+    /// Declares the `resources` capability even when no resource is registered yet.
+    pub fn enable_resources(mut self) -> Self {
+        self.parts.enable.resources = true;
+        self
+    }
+
+    /// Adds an entry to the registry, or records why it could not be added (all problems
+    /// are reported together by [`build`](Self::build)).
+    fn register<K: Kind>(
+        mut self,
+        entry: Result<Entry<K, S>, String>,
+        insert: Insert<K, S>,
+    ) -> Self {
+        if let Err(e) = entry.and_then(|entry| insert(&mut self.parts.registry, entry)) {
+            self.parts.errors.push(e);
+        }
+        self
+    }
+
+    /// Registers a tool. The handler is an async function whose parameters are extractors
+    /// (see [`FromCall`](crate::server::extract::FromCall)) and whose return type implements [`IntoToolResult`]; the tool's
+    /// `inputSchema` comes from its [`Args`](crate::server::extract::Args) parameter.
+    pub fn tool<H, T>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: H,
+    ) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoToolResult,
+        T: 'static,
+    {
+        self.tool_spec(ToolSpec::new(name).description(description), handler)
+    }
+
+    /// Registers a tool described by a [`ToolSpec`] (title, annotations, explicit schemas...).
+    pub fn tool_spec<H, T>(self, spec: ToolSpec, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoToolResult,
+        T: 'static,
+    {
+        self.register(tool::tool_entry(spec, handler), Registry::insert_tool)
+    }
+
+    /// Registers a prompt; its arguments come from its [`Args`](crate::server::extract::Args) parameter.
+    pub fn prompt<H, T>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: H,
+    ) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoPromptResult,
+        T: 'static,
+    {
+        self.prompt_spec(PromptSpec::new(name).description(description), handler)
+    }
+
+    /// Registers a prompt described by a [`PromptSpec`].
+    pub fn prompt_spec<H, T>(self, spec: PromptSpec, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoPromptResult,
+        T: 'static,
+    {
+        self.register(prompt::prompt_entry(spec, handler), Registry::insert_prompt)
+    }
+
+    /// Registers a resource at a fixed URI.
+    pub fn resource<H, T>(self, spec: impl Into<ResourceSpec>, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoReadResult,
+        T: 'static,
+    {
+        self.register(
+            resource::resource_entry(spec.into(), handler),
+            Registry::insert_resource,
+        )
+    }
+
+    /// Registers a resource template (RFC 6570). Its handler's [`Args`](crate::server::extract::Args) parameter holds the
+    /// matched variables.
+    pub fn resource_template<H, T>(self, spec: impl Into<ResourceTemplateSpec>, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoReadResult,
+        T: 'static,
+    {
+        self.register(
+            resource::template_entry(spec.into(), handler),
+            Registry::insert_template,
+        )
+    }
+
+    /// Serves `completion/complete` with `handler` and declares the `completions` capability.
+    pub fn completion<F, Fut, R>(mut self, handler: F) -> Self
+    where
+        F: Fn(RequestContext, CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoCompletion,
+    {
+        self.parts.completer = Some(Completer::new(handler));
+        self
+    }
+
+    /// Builds the server, or reports every handler that could not be registered.
+    pub fn build(self) -> Result<Server<McpHandler<S>>, RegistrationError> {
+        let mut this = *self.parts;
+        let name = this.config.info.name.clone();
+        let sealer = match std::mem::replace(&mut this.sealing, Sealing::Off) {
+            Sealing::Off => None,
+            Sealing::Sealer(sealer) => Some(Ok(sealer)),
+            Sealing::Default | Sealing::Keys(_) if name.trim().is_empty() => {
+                this.errors.push(
+                    "request-state sealing binds tokens to the server's name as their audience: give the server a name, or pass a sealer with an explicit audience".into(),
+                );
+                None
+            }
+            Sealing::Default => Some(StateSealer::builder(name.clone()).build()),
+            Sealing::Keys(keys) => Some(StateSealer::builder(name.clone()).keys(keys).build()),
+        }
+        .transpose()
+        .unwrap_or_else(|e| {
+            this.errors.push(format!("request-state sealing: {e}"));
+            None
+        });
+        if sealer.is_none() {
+            this.errors.extend(this.registry.asking_without_sealing());
+        }
+        if !this.errors.is_empty() {
+            return Err(RegistrationError {
+                messages: this.errors,
+            });
+        }
+        let sealing = sealer.is_some();
+        let mut config = this.config;
+        config.request_state = sealer;
+        let r = &this.registry;
+        let caps = &mut config.capabilities;
+        if this.enable.tools || !r.tools.is_empty() {
+            caps.tools = Some(ToolsCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            });
+        }
+        if this.enable.prompts || !r.prompts.is_empty() {
+            caps.prompts = Some(PromptsCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            });
+        }
+        if this.enable.resources || !r.resources.is_empty() || !r.templates.is_empty() {
+            caps.resources = Some(ResourcesCapability {
+                list_changed: Some(true),
+                subscribe: Some(true),
+                ..Default::default()
+            });
+        }
+        if this.completer.is_some() {
+            caps.completions = Some(JsonObject::new());
+        }
+        if this.enable.logging {
+            caps.logging = Some(JsonObject::new());
+        }
+        let handler = McpHandler {
+            inner: Arc::new(HandlerInner {
+                state: this.state,
+                registry: ArcSwap::from_pointee(this.registry),
+                write: Mutex::new(()),
+                notifier: OnceLock::new(),
+                completer: this.completer,
+                page_size: this.page_size,
+                sealing,
+            }),
+        };
+        let server = Server::new(handler, config);
+        let _ = server
+            .handler()
+            .inner
+            .notifier
+            .set(server.change_notifier());
+        Ok(server)
+    }
+}

@@ -1,0 +1,885 @@
+//! The protected-resource layer over real HTTP on loopback, with the test authorization
+//! server: challenges, metadata, token checks (JWT and introspection), JWKS rotation,
+//! DPoP, query tokens and CORS.
+
+#![cfg(all(
+    feature = "auth",
+    feature = "server",
+    feature = "http",
+    feature = "testing"
+))]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use arctern::auth::jose::{Algorithm, DpopProof, Jwk, SigningKey, base64url};
+use arctern::auth::resource::{Cors, DpopConfig, ProtectedResource, TokenVerifier, VerifiedToken};
+use arctern::server::{McpServer, RequestContext};
+use arctern::state::ManualClock;
+use arctern::testing::TestAuthServer;
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+const VERSION: &str = "2026-07-28";
+
+/// An MCP server behind a protected-resource layer, served by axum on 127.0.0.1.
+struct Protected {
+    addr: SocketAddr,
+    resource: String,
+    protected: ProtectedResource,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Protected {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn whoami(ctx: RequestContext) -> String {
+    let token = ctx.extensions().get::<VerifiedToken>();
+    let principal = ctx.principal().map(|p| p.0.clone()).unwrap_or_default();
+    format!(
+        "{principal}|{}",
+        token.map(|t| t.scopes.join(",")).unwrap_or_default()
+    )
+}
+
+/// Serves a protected MCP server; `configure` builds the resource from its URI.
+async fn serve(configure: impl FnOnce(&str) -> ProtectedResource) -> Protected {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("http://{addr}/mcp");
+    let protected = configure(&resource);
+    let server = McpServer::new("protected")
+        .tool("whoami", "Who is calling.", whoami)
+        .build()
+        .unwrap();
+    let [path_based, root] = protected.metadata_paths();
+    let app = axum::Router::new()
+        .route_service("/mcp", protected.layer().wrap(server.http_service()))
+        .route_service(&path_based, protected.metadata_service())
+        .route_service(&root, protected.metadata_service());
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    Protected {
+        addr,
+        resource,
+        protected,
+        task,
+    }
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+
+    fn challenges(&self) -> Vec<String> {
+        self.headers
+            .get_all("www-authenticate")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The text of a `tools/call` result (an SSE or JSON reply).
+    fn tool_text(&self) -> String {
+        let data = self
+            .body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .next_back()
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.body.clone());
+        let v: Value = serde_json::from_str(&data).unwrap();
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+async fn send(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, String)],
+    body: Bytes,
+) -> Reply {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    let driver = tokio::spawn(connection);
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, value.as_str());
+    }
+    let response = sender
+        .send_request(request.body(Full::new(body)).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let body = tokio::time::timeout(Duration::from_secs(10), body.collect())
+        .await
+        .expect("the body ends")
+        .unwrap()
+        .to_bytes();
+    driver.abort();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+fn rpc_body(method: &str, params: Value) -> (Bytes, Vec<(&'static str, String)>) {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut headers = vec![
+        ("content-type", "application/json".to_owned()),
+        ("accept", "application/json, text/event-stream".to_owned()),
+        ("mcp-protocol-version", VERSION.to_owned()),
+        ("mcp-method", method.to_owned()),
+    ];
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        headers.push(("mcp-name", name.to_owned()));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    (Bytes::from(body.to_string()), headers)
+}
+
+impl Protected {
+    /// `tools/call whoami` with these extra headers.
+    async fn call(&self, extra: &[(&'static str, String)]) -> Reply {
+        self.call_at("/mcp", extra).await
+    }
+
+    async fn call_at(&self, path: &str, extra: &[(&'static str, String)]) -> Reply {
+        let (body, mut headers) =
+            rpc_body("tools/call", json!({"name": "whoami", "arguments": {}}));
+        headers.extend(extra.iter().cloned());
+        send(self.addr, Method::POST, path, &headers, body).await
+    }
+
+    async fn with_bearer(&self, token: &str) -> Reply {
+        self.call(&[("authorization", format!("Bearer {token}"))])
+            .await
+    }
+
+    async fn get(&self, path: &str) -> Reply {
+        send(self.addr, Method::GET, path, &[], Bytes::new()).await
+    }
+
+    fn metadata_url(&self) -> String {
+        format!(
+            "http://{}/.well-known/oauth-protected-resource/mcp",
+            self.addr
+        )
+    }
+}
+
+fn assert_invalid_token(reply: &Reply) {
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{}", reply.body);
+    let bearer = &reply.challenges()[0];
+    assert!(bearer.starts_with("Bearer "), "{bearer}");
+    assert!(bearer.contains(r#"error="invalid_token""#), "{bearer}");
+    assert_eq!(reply.json()["error"], "invalid_token");
+}
+
+async fn jwt_protected(auth: &TestAuthServer) -> Protected {
+    serve(|resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .scopes_supported(["mcp:tools", "mcp:admin", "offline_access"])
+            .required_scopes(["mcp:tools"])
+            .verifier(auth.jwt_verifier(resource).build().unwrap())
+            .build()
+            .unwrap()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn no_token_gets_the_challenge_and_the_metadata_is_public() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = jwt_protected(&auth).await;
+
+    let reply = p.call(&[]).await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    let challenges = reply.challenges();
+    assert_eq!(
+        challenges[0],
+        format!(
+            r#"Bearer resource_metadata="{}", scope="mcp:tools""#,
+            p.metadata_url()
+        )
+    );
+    assert!(
+        challenges[1].starts_with("DPoP algs=\"ES256 ES384 EdDSA PS256 RS256\""),
+        "{}",
+        challenges[1]
+    );
+    assert!(
+        !challenges.iter().any(|c| c.contains("error=")),
+        "no error code without a token"
+    );
+
+    // Both well-known URIs serve the same document; offline_access is never advertised.
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let reply = p.get(path).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        assert_eq!(reply.headers["access-control-allow-origin"], "*");
+        let m = reply.json();
+        assert_eq!(m["resource"], p.resource);
+        assert_eq!(m["authorization_servers"], json!([auth.issuer()]));
+        assert_eq!(m["scopes_supported"], json!(["mcp:tools", "mcp:admin"]));
+        assert_eq!(m["bearer_methods_supported"], json!(["header"]));
+        assert_eq!(m["dpop_bound_access_tokens_required"], false);
+    }
+    assert_eq!(p.metadata_url(), p.protected.metadata_url());
+}
+
+#[tokio::test]
+async fn a_valid_token_reaches_the_handler_with_its_principal() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = jwt_protected(&auth).await;
+    let token = auth
+        .token()
+        .audience(&p.resource)
+        .scopes(["mcp:tools", "mcp:admin"])
+        .issue();
+    let reply = p.with_bearer(&token).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        reply.tool_text(),
+        format!("{} test-user|mcp:tools,mcp:admin", auth.issuer())
+    );
+    // The scheme is case-insensitive.
+    let reply = p
+        .call(&[("authorization", format!("bearer {token}"))])
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn bad_tokens_get_invalid_token() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = jwt_protected(&auth).await;
+    let good = || auth.token().audience(&p.resource).scopes(["mcp:tools"]);
+
+    // Wrong audience (another resource, and the resource with a trailing slash).
+    assert_invalid_token(
+        &p.with_bearer(&good().audience("http://127.0.0.1:1/mcp").issue())
+            .await,
+    );
+    assert_invalid_token(
+        &p.with_bearer(&good().audience(format!("{}/", p.resource)).issue())
+            .await,
+    );
+    // Wrong issuer.
+    assert_invalid_token(
+        &p.with_bearer(&good().issuer("http://evil.example").issue())
+            .await,
+    );
+    // Expired beyond the leeway.
+    assert_invalid_token(&p.with_bearer(&good().lifetime_secs(-120).issue()).await);
+    // Signed by another key under the server's kid: a bad signature.
+    let impostor = SigningKey::generate(Algorithm::ES256)
+        .unwrap()
+        .with_kid("key-1");
+    assert_invalid_token(&p.with_bearer(&good().signed_by(impostor).issue()).await);
+    // An unknown kid.
+    let stranger = SigningKey::generate(Algorithm::ES256)
+        .unwrap()
+        .with_kid("stranger");
+    let reply = p.with_bearer(&good().signed_by(stranger).issue()).await;
+    assert_invalid_token(&reply);
+    assert!(
+        reply.json()["error_description"]
+            .as_str()
+            .unwrap()
+            .contains("key")
+    );
+    // alg: none.
+    let claims = json!({"iss": auth.issuer(), "sub": "admin", "aud": p.resource, "exp": 4_000_000_000u64, "scope": "mcp:tools"});
+    let none = format!(
+        "{}.{}.",
+        base64url::encode(br#"{"alg":"none","typ":"at+jwt"}"#),
+        base64url::encode(claims.to_string())
+    );
+    assert_invalid_token(&p.with_bearer(&none).await);
+    let none_sig = format!("{none}AAAA");
+    assert_invalid_token(&p.with_bearer(&none_sig).await);
+    // Garbage, and a token that is too large.
+    assert_invalid_token(&p.with_bearer("not-a-jwt").await);
+    assert_invalid_token(&p.with_bearer(&"a".repeat(20_000)).await);
+    // A DPoP proof is not an access token.
+    let key = SigningKey::generate(Algorithm::ES256).unwrap();
+    let proof = DpopProof::new("POST", &p.resource).sign(&key).unwrap();
+    assert_invalid_token(&p.with_bearer(&proof).await);
+}
+
+#[tokio::test]
+async fn hs256_signed_with_the_rsa_public_key_is_refused() {
+    // The authorization server signs with RSA (the RFC 7515 A.2 key).
+    let pem = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/jose/rfc7515_a2_rsa.pem"
+    ))
+    .unwrap();
+    let rsa = SigningKey::from_pkcs8_pem(&pem).unwrap().with_kid("rsa-1");
+    let public: Jwk = rsa.public_jwk();
+    let auth = TestAuthServer::builder()
+        .signing_key(rsa)
+        .start()
+        .await
+        .unwrap();
+    let p = jwt_protected(&auth).await;
+    let real = auth
+        .token()
+        .audience(&p.resource)
+        .scopes(["mcp:tools"])
+        .issue();
+    assert_eq!(p.with_bearer(&real).await.status, StatusCode::OK);
+
+    let claims = json!({"iss": auth.issuer(), "sub": "admin", "aud": p.resource, "exp": 4_000_000_000u64, "scope": "mcp:tools"});
+    let input = format!(
+        "{}.{}",
+        base64url::encode(br#"{"alg":"HS256","typ":"JWT","kid":"rsa-1"}"#),
+        base64url::encode(claims.to_string())
+    );
+    // Every form of the public key an attacker might use as the HMAC secret.
+    for secret in [
+        public.to_json().into_bytes(),
+        base64url::decode(public.to_value()["n"].as_str().unwrap(), "n").unwrap(),
+    ] {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &secret);
+        let tag = ring::hmac::sign(&key, input.as_bytes());
+        let forged = format!("{input}.{}", base64url::encode(tag.as_ref()));
+        assert_invalid_token(&p.with_bearer(&forged).await);
+    }
+}
+
+#[tokio::test]
+async fn missing_scopes_get_403_naming_them() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = jwt_protected(&auth).await;
+    let token = auth
+        .token()
+        .audience(&p.resource)
+        .scopes(["mcp:admin"])
+        .issue();
+    let reply = p.with_bearer(&token).await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        reply.challenges()[0],
+        format!(
+            r#"Bearer resource_metadata="{}", scope="mcp:tools", error="insufficient_scope""#,
+            p.metadata_url()
+        )
+    );
+    assert_eq!(reply.json()["error"], "insufficient_scope");
+    // The response per-operation middleware uses: every scope needed, never offline_access.
+    let response =
+        p.protected
+            .insufficient_scope_response(&["mcp:tools", "files:write", "offline_access"]);
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let challenge = response.headers()["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains(r#"scope="mcp:tools files:write""#),
+        "{challenge}"
+    );
+}
+
+#[tokio::test]
+async fn jwks_rotation_is_picked_up_and_refetches_are_rate_limited() {
+    let clock = ManualClock::starting_now();
+    let auth = TestAuthServer::builder()
+        .clock(clock.clone())
+        .start()
+        .await
+        .unwrap();
+    let verifier_clock = clock.clone();
+    let p = serve(|resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .verifier(
+                auth.jwt_verifier(resource)
+                    .jwks_refetch_interval(Duration::from_secs(30))
+                    .clock(verifier_clock)
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap()
+    })
+    .await;
+    let first = auth.token().audience(&p.resource).issue();
+    assert_eq!(p.with_bearer(&first).await.status, StatusCode::OK);
+    assert_eq!(p.with_bearer(&first).await.status, StatusCode::OK);
+    assert_eq!(auth.jwks_fetches(), 1, "the set is cached");
+
+    // The server rotates; a token under the new kid makes the verifier fetch again.
+    clock.advance(Duration::from_secs(31));
+    assert_eq!(auth.rotate_key(), "key-2");
+    let second = auth.token().audience(&p.resource).issue();
+    assert_eq!(p.with_bearer(&second).await.status, StatusCode::OK);
+    assert_eq!(auth.jwks_fetches(), 2);
+    assert_eq!(
+        p.with_bearer(&first).await.status,
+        StatusCode::OK,
+        "old keys stay valid while published"
+    );
+
+    // Made-up key ids within the interval do not reach the authorization server.
+    for i in 0..5 {
+        let ghost = SigningKey::generate(Algorithm::ES256)
+            .unwrap()
+            .with_kid(format!("ghost-{i}"));
+        assert_invalid_token(
+            &p.with_bearer(&auth.token().audience(&p.resource).signed_by(ghost).issue())
+                .await,
+        );
+    }
+    assert_eq!(auth.jwks_fetches(), 2, "rate-limited");
+
+    // A rotation right after a refetch is picked up once the interval has passed.
+    auth.rotate_key();
+    auth.retire_old_keys();
+    let third = auth.token().audience(&p.resource).issue();
+    assert_invalid_token(&p.with_bearer(&third).await);
+    assert_eq!(auth.jwks_fetches(), 2);
+    clock.advance(Duration::from_secs(31));
+    assert_eq!(p.with_bearer(&third).await.status, StatusCode::OK);
+    assert_eq!(auth.jwks_fetches(), 3);
+    // Retired keys are gone after the refresh.
+    assert_invalid_token(&p.with_bearer(&first).await);
+}
+
+#[tokio::test]
+async fn jwks_outage_answers_503_not_401() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = serve(|resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .verifier(
+                arctern::auth::resource::JwtVerifier::builder(auth.issuer(), resource)
+                    .jwks_uri("http://127.0.0.1:9/jwks")
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap()
+    })
+    .await;
+    let token = auth.token().audience(&p.resource).issue();
+    let reply = p.with_bearer(&token).await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(reply.headers["retry-after"], "5");
+}
+
+async fn introspection_protected(
+    auth: &TestAuthServer,
+    clock: &ManualClock,
+    ttl: Duration,
+) -> Protected {
+    let clock = clock.clone();
+    serve(|resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .verifier(
+                auth.introspection_verifier(resource)
+                    .cache_ttl(ttl)
+                    .clock(clock)
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn introspection_refuses_inactive_tokens_and_caches_within_the_token_lifetime() {
+    let clock = ManualClock::starting_now();
+    let auth = TestAuthServer::builder()
+        .opaque_tokens(true)
+        .clock(clock.clone())
+        .start()
+        .await
+        .unwrap();
+    let p = introspection_protected(&auth, &clock, Duration::from_secs(300)).await;
+
+    // Unknown (inactive) tokens: 401, never cached.
+    assert_invalid_token(&p.with_bearer("opaque-made-up").await);
+    assert_invalid_token(&p.with_bearer("opaque-made-up").await);
+    assert_eq!(auth.introspections(), 2);
+
+    // A token living 30 s: one introspection, reused, and asked again once it has expired.
+    let token = auth.token().audience(&p.resource).lifetime_secs(30).issue();
+    assert!(token.starts_with("opaque-"));
+    let reply = p.with_bearer(&token).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(auth.introspections(), 3);
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(p.with_bearer(&token).await.status, StatusCode::OK);
+    assert_eq!(auth.introspections(), 3, "cached");
+    clock.advance(Duration::from_secs(25));
+    assert_invalid_token(&p.with_bearer(&token).await);
+    assert_eq!(
+        auth.introspections(),
+        4,
+        "not served from the cache past its exp"
+    );
+
+    // Wrong audience.
+    let other = auth.token().audience("http://127.0.0.1:1/mcp").issue();
+    assert_invalid_token(&p.with_bearer(&other).await);
+}
+
+#[tokio::test]
+async fn introspection_cache_never_outlives_its_maximum() {
+    let clock = ManualClock::starting_now();
+    let auth = TestAuthServer::builder()
+        .opaque_tokens(true)
+        .clock(clock.clone())
+        .start()
+        .await
+        .unwrap();
+    let p = introspection_protected(&auth, &clock, Duration::from_secs(60)).await;
+    let token = auth.token().audience(&p.resource).issue();
+    assert_eq!(p.with_bearer(&token).await.status, StatusCode::OK);
+    auth.revoke(&token);
+    assert_eq!(
+        p.with_bearer(&token).await.status,
+        StatusCode::OK,
+        "still cached"
+    );
+    assert_eq!(auth.introspections(), 1);
+    clock.advance(Duration::from_secs(61));
+    assert_invalid_token(&p.with_bearer(&token).await);
+    assert_eq!(auth.introspections(), 2);
+}
+
+async fn dpop_protected(auth: &TestAuthServer, config: DpopConfig) -> Protected {
+    serve(|resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .verifier(auth.jwt_verifier(resource).build().unwrap())
+            .dpop(config)
+            .build()
+            .unwrap()
+    })
+    .await
+}
+
+fn dpop_headers(token: &str, proof: String) -> [(&'static str, String); 2] {
+    [("authorization", format!("DPoP {token}")), ("dpop", proof)]
+}
+
+#[tokio::test]
+async fn dpop_bound_tokens() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = dpop_protected(&auth, DpopConfig::new()).await;
+    let key = SigningKey::generate(Algorithm::ES256).unwrap();
+    let token = auth.token().audience(&p.resource).dpop_bound(&key).issue();
+    let proof = || {
+        DpopProof::new("POST", &p.resource)
+            .access_token(&token)
+            .sign(&key)
+            .unwrap()
+    };
+
+    let first = proof();
+    let reply = p.call(&dpop_headers(&token, first.clone())).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    // Replayed.
+    let reply = p.call(&dpop_headers(&token, first)).await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        reply
+            .challenges()
+            .iter()
+            .any(|c| c.starts_with("DPoP ") && c.contains(r#"error="invalid_dpop_proof""#)),
+        "{:?}",
+        reply.challenges()
+    );
+    // A fresh proof works again.
+    assert_eq!(
+        p.call(&dpop_headers(&token, proof())).await.status,
+        StatusCode::OK
+    );
+    // Signed by another key than the token is bound to.
+    let other = SigningKey::generate(Algorithm::ES256).unwrap();
+    let wrong_key = DpopProof::new("POST", &p.resource)
+        .access_token(&token)
+        .sign(&other)
+        .unwrap();
+    assert_eq!(
+        p.call(&dpop_headers(&token, wrong_key)).await.json()["error"],
+        "invalid_dpop_proof"
+    );
+    // For another method, URL, or token; without ath; none at all.
+    let cases = [
+        DpopProof::new("GET", &p.resource)
+            .access_token(&token)
+            .sign(&key)
+            .unwrap(),
+        DpopProof::new("POST", &format!("http://{}/other", p.addr))
+            .access_token(&token)
+            .sign(&key)
+            .unwrap(),
+        DpopProof::new("POST", &p.resource)
+            .access_token("another")
+            .sign(&key)
+            .unwrap(),
+        DpopProof::new("POST", &p.resource).sign(&key).unwrap(),
+        DpopProof::new("POST", &p.resource)
+            .access_token(&token)
+            .issued_at(1_000)
+            .sign(&key)
+            .unwrap(),
+    ];
+    for proof in cases {
+        assert_eq!(
+            p.call(&dpop_headers(&token, proof)).await.json()["error"],
+            "invalid_dpop_proof"
+        );
+    }
+    let reply = p.call(&[("authorization", format!("DPoP {token}"))]).await;
+    assert_eq!(reply.json()["error"], "invalid_dpop_proof");
+    // A query string does not change htu.
+    let with_query = DpopProof::new("POST", &format!("{}?x=1", p.resource))
+        .access_token(&token)
+        .sign(&key)
+        .unwrap();
+    assert_eq!(
+        p.call_at("/mcp?x=1", &dpop_headers(&token, with_query))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    // A bound token sent as a bearer token.
+    assert_invalid_token(&p.with_bearer(&token).await);
+    // An unbound token sent with the DPoP scheme.
+    let bearer = auth.token().audience(&p.resource).issue();
+    let proof = DpopProof::new("POST", &p.resource)
+        .access_token(&bearer)
+        .sign(&key)
+        .unwrap();
+    assert_eq!(
+        p.call(&dpop_headers(&bearer, proof)).await.json()["error"],
+        "invalid_token"
+    );
+    assert_eq!(p.with_bearer(&bearer).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn dpop_nonces_and_required_dpop() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = dpop_protected(&auth, DpopConfig::new().nonces(true).required(true)).await;
+    let key = SigningKey::generate(Algorithm::ES256).unwrap();
+    let token = auth.token().audience(&p.resource).dpop_bound(&key).issue();
+
+    let bare = DpopProof::new("POST", &p.resource)
+        .access_token(&token)
+        .sign(&key)
+        .unwrap();
+    let reply = p.call(&dpop_headers(&token, bare)).await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(reply.json()["error"], "use_dpop_nonce");
+    let challenges = reply.challenges();
+    assert_eq!(challenges.len(), 1, "only DPoP is offered: {challenges:?}");
+    assert!(challenges[0].contains(r#"error="use_dpop_nonce""#));
+    let nonce = reply.headers["dpop-nonce"].to_str().unwrap().to_owned();
+
+    let proof = DpopProof::new("POST", &p.resource)
+        .access_token(&token)
+        .nonce(&nonce)
+        .sign(&key)
+        .unwrap();
+    let reply = p.call(&dpop_headers(&token, proof)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert!(reply.headers.contains_key("dpop-nonce"));
+    let forged = DpopProof::new("POST", &p.resource)
+        .access_token(&token)
+        .nonce("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+        .sign(&key)
+        .unwrap();
+    assert_eq!(
+        p.call(&dpop_headers(&token, forged)).await.json()["error"],
+        "use_dpop_nonce"
+    );
+    // Bearer tokens are refused when DPoP is required.
+    let bearer = auth.token().audience(&p.resource).issue();
+    let reply = p.with_bearer(&bearer).await;
+    assert_invalid_dpop_challenge(&reply);
+    let m = p
+        .get("/.well-known/oauth-protected-resource/mcp")
+        .await
+        .json();
+    assert_eq!(m["dpop_bound_access_tokens_required"], true);
+}
+
+fn assert_invalid_dpop_challenge(reply: &Reply) {
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(reply.json()["error"], "invalid_token");
+    assert!(reply.challenges().iter().all(|c| c.starts_with("DPoP ")));
+}
+
+#[tokio::test]
+async fn tokens_in_the_query_string_are_refused() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = jwt_protected(&auth).await;
+    let token = auth
+        .token()
+        .audience(&p.resource)
+        .scopes(["mcp:tools"])
+        .issue();
+    // Even with a valid header: the token in the URL has leaked into logs already.
+    let reply = p
+        .call_at(
+            &format!("/mcp?access_token={token}"),
+            &[("authorization", format!("Bearer {token}"))],
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert_eq!(reply.json()["error"], "invalid_request");
+    assert!(reply.challenges()[0].contains(r#"error="invalid_request""#));
+    // Two Authorization headers: 400 as well.
+    let (body, mut headers) = rpc_body("tools/list", json!({}));
+    headers.push(("authorization", format!("Bearer {token}")));
+    headers.push(("authorization", format!("Bearer {token}")));
+    assert_eq!(
+        send(p.addr, Method::POST, "/mcp", &headers, body)
+            .await
+            .status,
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn browsers_can_preflight_and_read_the_challenge() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = jwt_protected(&auth).await;
+    let origin = ("origin", "https://app.example".to_owned());
+    let reply = send(
+        p.addr,
+        Method::OPTIONS,
+        "/mcp",
+        &[
+            origin.clone(),
+            ("access-control-request-method", "POST".to_owned()),
+            (
+                "access-control-request-headers",
+                "authorization, content-type, mcp-protocol-version".to_owned(),
+            ),
+        ],
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    assert_eq!(reply.headers["access-control-allow-origin"], "*");
+    assert!(
+        reply.headers["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .contains("authorization")
+    );
+    assert!(
+        reply.headers["access-control-allow-methods"]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+
+    let reply = p.call(std::slice::from_ref(&origin)).await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(reply.headers["access-control-allow-origin"], "*");
+    assert!(
+        reply.headers["access-control-expose-headers"]
+            .to_str()
+            .unwrap()
+            .contains("WWW-Authenticate")
+    );
+
+    // With a list of origins, others get no CORS headers.
+    let listed = serve(|resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .verifier(auth.jwt_verifier(resource).build().unwrap())
+            .cors(Cors::allow_origins(["https://app.example"]))
+            .build()
+            .unwrap()
+    })
+    .await;
+    let reply = listed.call(&[origin]).await;
+    assert_eq!(
+        reply.headers["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(reply.headers["vary"], "Origin");
+    let reply = listed
+        .call(&[("origin", "https://evil.example".to_owned())])
+        .await;
+    assert!(!reply.headers.contains_key("access-control-allow-origin"));
+}
+
+#[tokio::test]
+async fn a_custom_verifier_plugs_in() {
+    struct OnlyAlice;
+    impl TokenVerifier for OnlyAlice {
+        fn verify<'a>(
+            &'a self,
+            token: &'a str,
+        ) -> futures::future::BoxFuture<'a, Result<VerifiedToken, arctern::auth::resource::AuthError>>
+        {
+            Box::pin(async move {
+                if token != "alice" {
+                    return Err(arctern::auth::resource::AuthError::invalid_token("unknown"));
+                }
+                let claims = arctern::auth::jose::Claims {
+                    sub: Some("alice".into()),
+                    ..Default::default()
+                };
+                VerifiedToken::from_claims("https://as.example".into(), claims)
+            })
+        }
+    }
+    let p = serve(|resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server("https://as.example")
+            .verifier(OnlyAlice)
+            .build()
+            .unwrap()
+    })
+    .await;
+    assert_eq!(
+        p.with_bearer("alice").await.tool_text(),
+        "https://as.example alice|"
+    );
+    assert_invalid_token(&p.with_bearer("bob").await);
+}
