@@ -861,8 +861,8 @@ async fn a_note_written_on_one_instance_reaches_a_listener_on_another_and_redis_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs nginx and redis-server: scripts/fleet.sh test"]
 async fn a_2025_client_completes_a_flow_through_the_shim_behind_nginx() {
+    use arctern::Era;
     use arctern::client::Client;
-    use arctern::client::Era;
     use arctern::types::elicitation::ElicitResult;
 
     let fleet = Fleet::up(3, "legacy");
