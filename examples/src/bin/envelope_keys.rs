@@ -5,7 +5,8 @@
 //!
 //! Here the key service is [`LocalKeyService`], with its key-encryption key from
 //! `ARCTERN_KMS_KEY` (32 bytes, base64); AWS KMS, GCP KMS or Vault transit implement the
-//! same two-method [`KeyService`] trait (see the fleet guide, `arctern::docs::fleet`).
+//! same two-method [`KeyService`](arctern::state::KeyService) trait (see the fleet guide,
+//! `arctern::docs::fleet`).
 //!
 //! ```sh
 //! export ARCTERN_KMS_KEY="$(head -c 32 /dev/urandom | base64)"
