@@ -10,7 +10,7 @@ use arctern_types::version::ProtocolVersion;
 
 use super::legacy::LegacyConfig;
 use super::middleware::Middleware;
-use super::mrtr::MrtrLimits;
+use super::mrtr::{MrtrLimits, OneTimeStore};
 use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it
@@ -140,6 +140,9 @@ pub struct ServerConfig {
     /// Middleware around every handler call, outermost first (see
     /// [`middleware`](super::middleware)).
     pub middleware: Vec<Arc<dyn Middleware>>,
+    /// Makes each multi round-trip flow complete at most once (needs sealing; see
+    /// [`OneTimeStore`]). Off by default.
+    pub one_time: Option<Arc<dyn OneTimeStore>>,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -156,6 +159,7 @@ impl fmt::Debug for ServerConfig {
             .field("principal", &self.principal)
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
+            .field("one_time", &self.one_time.is_some())
             .finish()
     }
 }
@@ -190,6 +194,7 @@ impl ServerConfig {
             principal: None,
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
+            one_time: None,
         }
     }
 
@@ -263,6 +268,14 @@ impl ServerConfig {
     /// incoming `requestState` is verified.
     pub fn seal_request_state(mut self, sealer: StateSealer) -> Self {
         self.request_state = Some(sealer);
+        self
+    }
+
+    /// Makes each multi round-trip flow complete at most once: a round presented again
+    /// after its flow completed (or while another round of it runs) is refused with the
+    /// fixed request-state error. Needs request-state sealing.
+    pub fn one_time_store(mut self, store: impl OneTimeStore) -> Self {
+        self.one_time = Some(Arc::new(store));
         self
     }
 }

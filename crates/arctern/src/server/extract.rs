@@ -165,7 +165,7 @@ pub enum Extracted<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MrtrStyle {
-    /// Typed questions answered through extractors (`Answer`, `Sample`, `Roots`...).
+    /// Questions answered through extractors (`Answer`, `AnswerOutcome`, `Questions`).
     Dependency,
     /// The handler reads `inputResponses` / `requestState` itself and returns an
     /// `Outcome`.
@@ -178,7 +178,6 @@ pub struct Signature {
     pub(crate) input_schema: Option<JsonObject>,
     pub(crate) output_schema: Option<JsonObject>,
     pub(crate) styles: Vec<(MrtrStyle, &'static str)>,
-    pub(crate) questions: Vec<(&'static str, &'static str)>,
     pub(crate) errors: Vec<String>,
 }
 
@@ -207,16 +206,6 @@ impl Signature {
     /// Declares that an extractor or return type belongs to a multi round-trip style.
     pub fn style(&mut self, style: MrtrStyle, by: &'static str) {
         self.styles.push((style, by));
-    }
-
-    /// Records a question key; two different questions may not share one.
-    pub fn question(&mut self, key: &'static str, by: &'static str) {
-        if let Some((_, other)) = self.questions.iter().find(|(k, b)| *k == key && *b != by) {
-            self.errors.push(format!(
-                "two questions share the key {key:?} ({other} and {by}); keys must be unique"
-            ));
-        }
-        self.questions.push((key, by));
     }
 
     /// Whether the handler asks typed questions (needs sealed request state).
@@ -250,7 +239,7 @@ impl Signature {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a parameter of a tool, prompt or resource handler",
     label = "not an extractor",
-    note = "handler parameters are extractors: `Args<T>`, `RawArgs`, `State<S>`, `RequestContext`, or the multi round-trip ones in `arctern::server::mrtr` (`Answer<Q>`, `Sample<Q>`, `Roots`, `Questions`...)",
+    note = "handler parameters are extractors: `Args<T>`, `RawArgs`, `State<S>`, `RequestContext`, or the multi round-trip ones in `arctern::server::mrtr` (`Answer<Q>`, `AnswerOutcome<Q>`, `Questions`...)",
     note = "`State<S>` needs the server's state type: `McpServer::with_state(name, state)`"
 )]
 pub trait FromCall<S>: Sized {

@@ -95,7 +95,7 @@ pub use digest::{ArgsDigest, QuestionDigest, args_digest, canonical_json, questi
 pub use key::{
     KeyError, KeyId, KeyRing, MAX_KEY_ID_LEN, MAX_KEY_MATERIAL_LEN, MIN_KEY_MATERIAL_LEN, StateKey,
 };
-pub use payload::StatePayload;
+pub use payload::{Flow, FlowId, InvalidFlowId, StatePayload};
 pub use sealer::{
     ConfigError, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, INVALID_STATE_MESSAGE,
     MAX_TTL, MIN_MAX_TOKEN_LEN, RejectReason, SealError, StateBinding, StateRejection, StateSealer,
