@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust test suites, then the official MCP conformance
 # suite against the fixture server and the fixture client (2026-07-28 wire, and 2025-11-25,
-# the legacy era, for both). Tools it needs
+# the legacy era, for both; and the client's extension scenarios). Tools it needs
 # (the pinned conformance suite) are installed on first use into a cache outside the checkout.
 #
 #   scripts/test.sh            everything
@@ -34,3 +34,6 @@ scripts/conformance.sh client 2026-07-28
 
 echo "== conformance: client leg, 2025-11-25 wire (legacy era)"
 scripts/conformance.sh client 2025-11-25
+
+echo "== conformance: client leg, extension scenarios (OAuth client credentials, enterprise-managed, DPoP, WIF)"
+scripts/conformance.sh client extensions

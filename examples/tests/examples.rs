@@ -338,6 +338,24 @@ fn client_callbacks_answer_every_round() {
 }
 
 #[test]
+fn oauth_client_signs_in_once_and_reuses_the_token() {
+    let output = Command::new(env!("CARGO_BIN_EXE_oauth_client"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("connection 1: [{"), "{stdout}");
+    assert!(stdout.contains("connection 2: [{"), "{stdout}");
+    assert!(stdout.contains("hello http://127.0.0.1:"), "{stdout}");
+    // Two connections, one sign-in: the second reused the kept token.
+    assert!(
+        stdout.contains("sign-ins at the authorization server: 1"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn protected_server_challenges_then_accepts_its_token() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_protected"))
         .args(["--port", "0"])

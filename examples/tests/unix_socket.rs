@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use arctern::client::{Client, Era};
+use arctern::Era;
+use arctern::client::Client;
 use arctern::server::McpServer;
 use arctern::server::extract::Args;
 use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};

@@ -6,6 +6,7 @@
 //! arctern call --stdio "<COMMAND>" <TOOL> ...         the same, with the server as a child process
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
 //! arctern read <URL> <URI>          arctern prompt <URL> <NAME> [--arg K=V]...
+//! arctern login <URL>               arctern logout <URL>
 //! ```
 //!
 //! `call` lists the server's tools to find the tool's input schema and types each `--arg`
@@ -17,6 +18,13 @@
 //! consent. Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused
 //! without it; roots come from `--root`. Progress notifications draw progress bars and log
 //! messages print on stderr; results print on stdout, images and audio are saved to files.
+//!
+//! HTTPS servers are verified against the system's roots, `SSL_CERT_FILE` and `--cacert
+//! FILE`. A server that wants OAuth gets it: the first time, the command shows the sign-in
+//! page's URL and domain and opens the browser only with consent, then receives the
+//! authorization code on a loopback redirect (see [`login`]); the token is kept, so the next
+//! command needs no sign-in. `arctern login URL` signs in ahead of time, `arctern logout URL`
+//! forgets.
 //!
 //! For scripts: `--output json` prints one JSON document on stdout (`{"result": …}` or
 //! `{"error": …}`), and when stdin is not a terminal (or with `--no-input`) a question
@@ -41,6 +49,7 @@ mod exit;
 mod fields;
 mod form;
 mod inspect;
+mod login;
 mod output;
 mod progress;
 mod sampling;
@@ -149,6 +158,27 @@ enum Command {
         after_help = format!("{ANSWER_HELP}\n\n{EXIT_CODES}")
     )]
     Prompt(PromptArgs),
+    /// Sign in to a server that wants OAuth (in the browser, with consent), and keep the
+    /// token for the next commands (in $ARCTERN_CREDENTIALS, else
+    /// ~/.config/arctern/credentials.json).
+    #[command(after_help = EXIT_CODES)]
+    Login(LoginArgs),
+    /// Forget the sign-in kept for a server.
+    #[command(after_help = EXIT_CODES)]
+    Logout {
+        /// The server's URL.
+        #[arg(value_name = "URL")]
+        url: String,
+    },
+}
+
+#[derive(Args)]
+struct LoginArgs {
+    /// The server's URL, such as https://mcp.example.com/mcp.
+    #[arg(value_name = "URL")]
+    url: String,
+    #[command(flatten)]
+    conn: ConnectArgs,
 }
 
 #[derive(Args)]
@@ -259,6 +289,14 @@ async fn main() -> ExitCode {
         Command::Resources(a) => list(a, format, List::Resources).await,
         Command::Read(a) => read(a, format).await,
         Command::Prompt(a) => prompt(a, format).await,
+        Command::Login(a) => {
+            if a.conn.stdio.is_some() {
+                Err(Failure::usage("login applies to HTTP servers only"))
+            } else {
+                login::login(&a.url, &a.conn).await
+            }
+        }
+        Command::Logout { url } => login::logout(&url).await,
     };
     match outcome {
         Ok(exit) => exit.into(),

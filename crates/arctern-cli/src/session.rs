@@ -9,9 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arctern::ErrorKind;
-use arctern::client::{
-    Client, ClientHandler, HandlerCapabilities, HttpTransport, Input, StdioCommand,
-};
+use arctern::client::{Client, ClientHandler, HandlerCapabilities, Input, StdioCommand};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::logging::LoggingLevel;
 use arctern::types::roots::{ListRootsRequestParams, ListRootsResult, Root};
@@ -38,6 +36,13 @@ pub struct ConnectArgs {
     /// Give up on a request that gets no answer within this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// Trust the CA certificates of this PEM file for HTTPS, besides the system's
+    /// (repeatable; SSL_CERT_FILE works too).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Vec<std::path::PathBuf>,
+    /// How long a sign-in in the browser may take, in seconds (for servers that want OAuth).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub login_timeout: u64,
 }
 
 /// How the server's questions are answered.
@@ -228,25 +233,17 @@ impl Session {
         let where_ = endpoint.describe();
         let connected = match endpoint {
             Endpoint::Url(url) => {
-                let mut transport = HttpTransport::builder(url);
-                for h in &conn.headers {
-                    let Some((name, value)) = h.split_once(':') else {
-                        return Err(Failure::usage(format!(
-                            "--header expects \"Name: value\", got {h:?}"
-                        )));
-                    };
-                    transport = transport
-                        .header(name.trim(), value.trim())
-                        .map_err(|e| Failure::usage(format!("--header {h:?}: {e}")))?;
-                }
-                let transport = transport
-                    .build()
-                    .map_err(|e| Failure::usage(format!("{url:?}: {e}")))?;
+                let (oauth, _) =
+                    crate::login::oauth(url, self.interactive, conn.login_timeout).await?;
+                let transport = crate::login::transport(url, conn, Some(oauth))?;
                 builder.connect_with(transport).await
             }
             Endpoint::Stdio(words) => {
                 if !conn.headers.is_empty() {
                     return Err(Failure::usage("--header applies to HTTP servers only"));
+                }
+                if !conn.cacert.is_empty() {
+                    return Err(Failure::usage("--cacert applies to HTTPS servers only"));
                 }
                 let (program, args) = words.split_first().expect("resolve refuses empty commands");
                 builder

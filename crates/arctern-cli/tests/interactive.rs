@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use arctern::server::McpServer;
 use arctern::server::mrtr::{Answer, AnswerOutcome, Ask, AskContext, Decision, NotYet, Question};
-use common::{ARCTERN, Demo, scratch};
+use common::{ARCTERN, Demo, protected_server, scratch};
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -41,6 +41,11 @@ struct Terminal {
 
 impl Terminal {
     fn spawn(dir: &Path, args: &[&str]) -> Terminal {
+        Terminal::spawn_with(dir, args, &[])
+    }
+
+    /// [`spawn`](Self::spawn) with environment variables set.
+    fn spawn_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Terminal {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: 50,
@@ -53,6 +58,9 @@ impl Terminal {
         command.args(args);
         command.cwd(dir);
         command.env("TERM", "xterm-256color");
+        for (name, value) in env {
+            command.env(name, value);
+        }
         let child = pair.slave.spawn_command(command).expect("spawn arctern");
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");
@@ -393,4 +401,80 @@ fn a_url_question_shows_the_domain_and_asks_first() {
     t.expect("Open this URL to continue: https://billing.example.com/authorize?session=42");
     t.expect("Exported: receipts + refunds");
     assert_eq!(t.exit_code(), 0);
+}
+
+/// A stand-in for the browser: follows the sign-in URL like a browser would (the test
+/// authorization server approves at once and redirects to the command's loopback
+/// listener), and records the URL it was given.
+fn fake_browser(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("browser.sh");
+    let record = dir.join("browser-visits.txt");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\nexec curl -s -L -o /dev/null \"$1\"\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn signs_in_through_the_browser_with_consent_then_calls_again_without_signing_in() {
+    let server = protected_server();
+    let dir = scratch("pty-oauth");
+    let browser = fake_browser(&dir);
+    let creds = dir.join("credentials.json");
+    let env = [
+        ("BROWSER", browser.to_str().unwrap()),
+        ("ARCTERN_CREDENTIALS", creds.to_str().unwrap()),
+    ];
+    let mut t = Terminal::spawn_with(&dir, &["call", &server.url, "whoami"], &env);
+    t.expect("needs you to sign in.");
+    t.expect("URL:    http://127.0.0.1:");
+    t.expect("Domain: 127.0.0.1");
+    t.expect("Open the sign-in page?");
+    t.expect("nothing is opened unless you choose to");
+    // Nothing was opened before consent.
+    assert!(!dir.join("browser-visits.txt").exists());
+    t.send(ENTER);
+    t.expect("Waiting for the sign-in to finish");
+    t.expect(&format!("hello {} ", server.auth.issuer()));
+    assert_eq!(t.exit_code(), 0);
+    let visits = std::fs::read_to_string(dir.join("browser-visits.txt")).unwrap();
+    assert!(visits.contains("/authorize?"), "{visits}");
+    assert!(visits.contains("code_challenge_method=S256"), "{visits}");
+    assert_eq!(server.auth.authorization_requests(), 1);
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&creds).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the token cache is private");
+    }
+
+    // Again, without a terminal this time: the kept token is used, nobody is asked.
+    let run = common::run_with(&dir, &["call", &server.url, "whoami"], &env);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("hello "), "{run:?}");
+    assert_eq!(server.auth.authorization_requests(), 1);
+
+    // `logout` forgets it: the next call without a terminal has to ask for a login.
+    let run = common::run_with(&dir, &["logout", &server.url], &env);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("Signed out of"), "{run:?}");
+    let run = common::run_with(&dir, &["call", &server.url, "whoami"], &env);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("arctern login"), "{run:?}");
+
+    // `login` signs in ahead of time, through the same browser flow.
+    let mut t = Terminal::spawn_with(&dir, &["login", &server.url], &env);
+    t.expect("Open the sign-in page?");
+    t.send(ENTER);
+    t.expect("Signed in to ");
+    assert_eq!(t.exit_code(), 0);
+    let run = common::run_with(&dir, &["call", &server.url, "whoami"], &env);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(server.auth.authorization_requests(), 2);
 }

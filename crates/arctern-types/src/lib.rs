@@ -118,8 +118,6 @@ pub use jsonrpc::{
 };
 pub use logging::{LoggingLevel, LoggingMessageNotificationParams};
 pub use meta::{JsonArray, JsonObject, JsonValue, Meta, RequestMeta};
-#[allow(deprecated)]
-pub use mrtr::MaybeInputRequired;
 pub use mrtr::{
     InputRequest, InputRequestKind, InputRequests, InputRequiredResult, InputResponse,
     InputResponseRequestParams, InputResponses, Outcome,

@@ -494,10 +494,6 @@ impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<T> {
     }
 }
 
-/// The former name of [`Outcome`].
-#[deprecated(note = "renamed to `Outcome`")]
-pub type MaybeInputRequired<T> = Outcome<T>;
-
 impl<T> Outcome<T> {
     /// Whether this is an `input_required` result.
     pub fn is_input_required(&self) -> bool {

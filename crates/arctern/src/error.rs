@@ -33,6 +33,13 @@ pub enum ErrorKind {
     Codec,
     /// The peer speaks no protocol version this side supports.
     Version,
+    /// TLS refused the connection: the server's certificate does not verify against the
+    /// trusted roots (unknown issuer, wrong name, expired), or no protocol version is shared.
+    Tls,
+    /// Authorization failed: the server wants a token and none could be obtained (bad or
+    /// missing metadata, a refused grant, an authorization response that fails its checks,
+    /// no way to reach the person who must consent).
+    Auth,
     /// A multi round-trip request could not be completed (round cap reached, no handler for
     /// an input request, an unknown `resultType`).
     InputRequired,
@@ -114,6 +121,16 @@ impl Error {
     /// Whether the connection or server is closed.
     pub fn is_closed(&self) -> bool {
         self.inner.kind == ErrorKind::Closed
+    }
+
+    /// Whether TLS refused the connection (see [`ErrorKind::Tls`]).
+    pub fn is_tls(&self) -> bool {
+        self.inner.kind == ErrorKind::Tls
+    }
+
+    /// Whether authorization failed (see [`ErrorKind::Auth`]).
+    pub fn is_auth(&self) -> bool {
+        self.inner.kind == ErrorKind::Auth
     }
 
     /// Whether the configuration is invalid.

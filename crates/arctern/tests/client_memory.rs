@@ -14,8 +14,7 @@ use arctern::client::{
 };
 use arctern::server::extract::Args;
 use arctern::server::{
-    Handler, HandlerResult, Listed, McpServer, Outcome as ServerOutcome, RequestContext, Server,
-    ServerConfig, ToolSpec,
+    Handler, HandlerResult, Listed, McpServer, RequestContext, Server, ServerConfig, ToolSpec,
 };
 use arctern::transport::memory::MemoryTransport;
 use arctern::types::RequestId;
@@ -47,7 +46,7 @@ type CallFn = Arc<
     dyn Fn(
             RequestContext,
             CallToolRequestParams,
-        ) -> BoxFuture<'static, HandlerResult<ServerOutcome<CallToolResult>>>
+        ) -> BoxFuture<'static, HandlerResult<Outcome<CallToolResult>>>
         + Send
         + Sync,
 >;
@@ -76,9 +75,7 @@ impl Scripted {
     fn new<F, Fut>(f: F) -> Self
     where
         F: Fn(RequestContext, CallToolRequestParams) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = HandlerResult<ServerOutcome<CallToolResult>>>
-            + Send
-            + 'static,
+        Fut: std::future::Future<Output = HandlerResult<Outcome<CallToolResult>>> + Send + 'static,
     {
         Scripted {
             call: Arc::new(move |ctx, p| f(ctx, p).boxed()),
@@ -116,8 +113,7 @@ impl Handler for Scripted {
         &self,
         ctx: RequestContext,
         params: CallToolRequestParams,
-    ) -> impl std::future::Future<Output = HandlerResult<ServerOutcome<CallToolResult>>> + Send
-    {
+    ) -> impl std::future::Future<Output = HandlerResult<Outcome<CallToolResult>>> + Send {
         self.calls.lock().unwrap().push(Seen {
             id: ctx.request_id().clone(),
             name: params.name.clone(),
@@ -151,7 +147,7 @@ impl Handler for Scripted {
         &self,
         _ctx: RequestContext,
         params: ReadResourceRequestParams,
-    ) -> HandlerResult<ServerOutcome<ReadResourceResult>> {
+    ) -> HandlerResult<Outcome<ReadResourceResult>> {
         self.lists.fetch_add(1, Ordering::SeqCst);
         if params.uri == "test://ask" && params.input_responses.is_none() {
             return Ok(ask("ok").with_request_state("r1").into());
@@ -182,7 +178,7 @@ impl Handler for Scripted {
         &self,
         _ctx: RequestContext,
         params: GetPromptRequestParams,
-    ) -> HandlerResult<ServerOutcome<GetPromptResult>> {
+    ) -> HandlerResult<Outcome<GetPromptResult>> {
         let Some(answers) = params.input_responses else {
             return Ok(ask("audience").into());
         };
@@ -1200,7 +1196,7 @@ async fn a_legacy_session_in_process_goes_through_the_shim() {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
     let client = Client::builder()
-        .era(arctern::client::Era::Legacy)
+        .era(arctern::Era::Legacy)
         .on_elicit(move |q| {
             seen.lock().unwrap().push(q.key().to_owned());
             async move { Ok(ElicitResult::accept([("name", "Ada")])) }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use arctern::client::{Client, Era as ClientEra};
+use arctern::Era;
+use arctern::client::Client;
 use arctern::server::extract::{Args, RawArgs};
 use arctern::server::middleware::{Call, Next, Response, from_fn};
 use arctern::server::mrtr::{
@@ -405,7 +406,7 @@ async fn panics_then_serves(client: &Client, what: &str) {
 #[tokio::test]
 async fn a_panicking_handler_answers_32603_on_every_transport_and_era() {
     // In process, both eras.
-    for era in [ClientEra::Modern, ClientEra::Legacy] {
+    for era in [Era::Modern, Era::Legacy] {
         let client = Client::builder()
             .era(era)
             .connect_memory(panicky().build().unwrap())
@@ -424,7 +425,7 @@ async fn a_panicking_handler_answers_32603_on_every_transport_and_era() {
     let served = tokio::spawn(bound.serve_with_shutdown(async {
         let _ = stopped.await;
     }));
-    for era in [ClientEra::Modern, ClientEra::Legacy] {
+    for era in [Era::Modern, Era::Legacy] {
         let client = Client::builder().era(era).connect(&url).await.unwrap();
         panics_then_serves(&client, &format!("http {era:?}")).await;
         client.close().await.unwrap();
@@ -432,7 +433,7 @@ async fn a_panicking_handler_answers_32603_on_every_transport_and_era() {
     let _ = stop.send(());
     within(served).await.unwrap().unwrap();
     // Over stdio, both eras (a pipe pair in process).
-    for era in [ClientEra::Modern, ClientEra::Legacy] {
+    for era in [Era::Modern, Era::Legacy] {
         let (client_io, server_io) = tokio::io::duplex(64 * 1024);
         let (server_in, server_out) = tokio::io::split(server_io);
         let serving = tokio::spawn(

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use arctern::client::{Era, HandlerCapabilities};
+use arctern::Era;
+use arctern::client::HandlerCapabilities;
 use arctern::server::extract::Args;
 use arctern::server::mrtr::{
     Answer, AnswerOutcome, Ask, AskContext, Decision, NoArgs, NotYet, Question, Roots,

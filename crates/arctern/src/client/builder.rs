@@ -16,12 +16,12 @@ use futures::FutureExt;
 
 use super::cache::Cache;
 use super::handler::{ClientHandler, Handlers, Input};
-use super::legacy::{Era, Hub, InFlight};
+use super::legacy::{Hub, InFlight};
 use super::negotiate::Negotiated;
 use super::notify::{LogFn, Observer, ProgressFn};
 use super::transport::Transport;
 use super::{Client, Inner, ToolIndex};
-use crate::{Error, ErrorKind, Result};
+use crate::{Era, Error, ErrorKind, Result};
 
 /// How many `input_required` results a call accepts before it fails, unless configured.
 pub const DEFAULT_MAX_ROUNDS: u32 = 10;

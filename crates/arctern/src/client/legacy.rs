@@ -39,19 +39,7 @@ use super::negotiate::Negotiated;
 use super::notify::{ChangeHook, Observer, Subscription};
 use super::transport::{MessageStream, OutgoingMessage};
 use super::{Client, Inner, Req, headers, wire};
-use crate::{Error, ErrorKind, Result};
-
-/// Which generation of the protocol a client speaks with its server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Era {
-    /// 2026-07-28 and later: every request carries its version and capabilities in `_meta`;
-    /// servers ask for input with `input_required` results.
-    Modern,
-    /// 2025-11-25 and 2025-06-18: an `initialize` handshake opens a session; servers ask for
-    /// input with requests of their own.
-    Legacy,
-}
+use crate::{Era, Error, ErrorKind, Result};
 
 /// Notifications buffered per legacy subscription before further ones are dropped.
 const SUBSCRIPTION_BUFFER: usize = 256;

@@ -1,25 +1,32 @@
-//! Multi round-trip requests on the client: the automatic loop, the manual step, and the
-//! serde-able continuation that lets another process resume a flow.
+//! Multi round-trip requests on the client: the calls that may ask for input, the automatic
+//! loop that answers every round (`drive`), the manual step, and the serde-able continuation
+//! that lets another process resume a flow.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arctern_types::base::Cacheable;
 use arctern_types::logging::LoggingLevel;
 use arctern_types::meta::JsonObject;
 use arctern_types::methods;
 use arctern_types::mrtr::{InputRequiredResult, InputResponse, InputResponses};
+use arctern_types::prompts::GetPromptResult;
+use arctern_types::resources::ReadResourceResult;
+use arctern_types::tools::CallToolResult;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
+use super::Client;
 use super::error::{InputRequiredError, InputRequiredReason};
+use super::exchange::Req;
 use super::handler::InputOrigin;
 use super::notify::{LogFn, Observer, ProgressFn};
 use super::wire::{self, Kind, Retry};
-use crate::{ErrorKind, Result};
-
-pub use crate::Outcome;
+use crate::{Error, ErrorKind, Outcome, Result};
 
 /// What a retry carries: the answers to the last round's input requests (under the same
 /// keys) and the last round's `requestState`, echoed exactly.
@@ -303,6 +310,378 @@ pub(crate) async fn within<F: std::future::Future<Output = Result<T>>, T>(
             )
             .into_error(ErrorKind::Timeout)),
         },
+    }
+}
+
+impl Client {
+    // ---------------------------------------------------------------- MRTR methods
+
+    /// Calls a tool, answering every round of input the server asks for. `arguments` is a
+    /// JSON object, or `null` for none.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+        self.call_tool_with(name, arguments, CallOptions::new())
+            .await
+    }
+
+    /// [`call_tool`](Self::call_tool) with per-call options.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<CallToolResult> {
+        let arguments = object_arguments(arguments)?;
+        let target = Target::Tool {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        let (result, _) = self.drive::<CallToolResult>(target, options).await?;
+        self.note_server_info(result.meta.as_ref());
+        Ok(result)
+    }
+
+    /// Sends one round of a tool call: the complete result, or the server's
+    /// `input_required` answer. Pass [`Continuation::new`] for a first attempt; for a retry,
+    /// the answers and the state of the previous round.
+    pub async fn call_tool_once(
+        &self,
+        name: &str,
+        arguments: Value,
+        continuation: Continuation,
+    ) -> Result<Outcome<CallToolResult>> {
+        let arguments = object_arguments(arguments)?;
+        let target = Target::Tool {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        let round = self
+            .round::<CallToolResult>(&target, continuation.retry(), &CallOptions::new())
+            .await?;
+        Ok(round.outcome)
+    }
+
+    /// Gets a prompt, answering every round of input the server asks for. `arguments` is a
+    /// JSON object of strings, or `null` for none.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
+        self.get_prompt_with(name, arguments, CallOptions::new())
+            .await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) with per-call options.
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<GetPromptResult> {
+        let arguments = string_arguments(arguments)?;
+        let target = Target::Prompt {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        let (result, _) = self.drive::<GetPromptResult>(target, options).await?;
+        self.note_server_info(result.meta.as_ref());
+        Ok(result)
+    }
+
+    /// Sends one round of `prompts/get`; see [`call_tool_once`](Self::call_tool_once).
+    pub async fn get_prompt_once(
+        &self,
+        name: &str,
+        arguments: Value,
+        continuation: Continuation,
+    ) -> Result<Outcome<GetPromptResult>> {
+        let arguments = string_arguments(arguments)?;
+        let target = Target::Prompt {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        let round = self
+            .round::<GetPromptResult>(&target, continuation.retry(), &CallOptions::new())
+            .await?;
+        Ok(round.outcome)
+    }
+
+    /// Reads a resource, answering every round of input the server asks for.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        self.read_resource_with(uri, CallOptions::new()).await
+    }
+
+    /// [`read_resource`](Self::read_resource) with per-call options.
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult> {
+        let first_attempt = options.resume.as_ref().is_none_or(Continuation::is_empty);
+        if first_attempt
+            && let Some(cache) = &self.inner.cache
+            && let Some(raw) = cache.get(methods::RESOURCES_READ, uri)
+            && let Ok(value) = wire::decode::<ReadResourceResult>(&raw, methods::RESOURCES_READ)
+        {
+            return Ok(value);
+        }
+        let target = Target::Resource { uri };
+        let (result, raw) = self.drive::<ReadResourceResult>(target, options).await?;
+        // Only a complete answer to a first attempt may be kept; `raw` is `None` otherwise.
+        if first_attempt && let (Some(cache), Some(raw)) = (&self.inner.cache, raw) {
+            cache.put(
+                methods::RESOURCES_READ,
+                uri,
+                Arc::from(raw),
+                result.effective_ttl_ms(),
+            );
+        }
+        self.note_server_info(result.meta.as_ref());
+        Ok(result)
+    }
+
+    /// Sends one round of `resources/read`; see [`call_tool_once`](Self::call_tool_once).
+    pub async fn read_resource_once(
+        &self,
+        uri: &str,
+        continuation: Continuation,
+    ) -> Result<Outcome<ReadResourceResult>> {
+        let target = Target::Resource { uri };
+        let round = self
+            .round::<ReadResourceResult>(&target, continuation.retry(), &CallOptions::new())
+            .await?;
+        Ok(round.outcome)
+    }
+
+    /// Answers the input requests of an `input_required` result with this client's
+    /// handlers, all at once (for the manual loop). `origin` names the request the result
+    /// answered ([`InputOrigin::tool`] and its siblings).
+    ///
+    /// Fails before answering anything if some request has no handler.
+    pub async fn answer(
+        &self,
+        origin: InputOrigin,
+        result: &InputRequiredResult,
+    ) -> Result<InputResponses> {
+        self.answer_round(Arc::new(origin), result, 0).await
+    }
+
+    pub(super) async fn answer_round(
+        &self,
+        origin: Arc<InputOrigin>,
+        result: &InputRequiredResult,
+        rounds: u32,
+    ) -> Result<InputResponses> {
+        let Some(requests) = result.input_requests.as_ref().filter(|r| !r.is_empty()) else {
+            return Ok(InputResponses::new());
+        };
+        // Preflight: every question must be answerable before anyone is asked.
+        for (key, request) in requests {
+            if let Err(method) = self.inner.handlers.check(request) {
+                return Err(InputRequiredError::new(
+                    InputRequiredReason::NoHandler {
+                        key: key.clone(),
+                        method,
+                    },
+                    Some(result.clone()),
+                    rounds,
+                )
+                .into_error(ErrorKind::InputRequired));
+            }
+        }
+        let server = self.negotiated().server_info.clone();
+        let answers = requests.iter().map(|(key, request)| {
+            let fut = self.inner.handlers.answer(
+                key.clone(),
+                request.clone(),
+                origin.clone(),
+                server.clone(),
+            );
+            let key = key.clone();
+            async move {
+                match fut.await {
+                    Ok(answer) => Ok((key, answer)),
+                    Err(e) => Err((key, e)),
+                }
+            }
+        });
+        match futures::future::try_join_all(answers).await {
+            Ok(pairs) => Ok(pairs.into_iter().collect::<BTreeMap<_, _>>()),
+            Err((key, e)) => Err(InputRequiredError::new(
+                InputRequiredReason::HandlerFailed { key },
+                Some(result.clone()),
+                rounds,
+            )
+            .with_source(e)
+            .into_error(ErrorKind::InputRequired)),
+        }
+    }
+
+    /// Sends one round.
+    pub(super) async fn round<T: DeserializeOwned>(
+        &self,
+        target: &Target<'_>,
+        retry: Retry<'_>,
+        options: &CallOptions,
+    ) -> Result<Round<T>> {
+        let observer = Observer::merged(&options.observer, &self.inner.observer);
+        let raw = match *target {
+            Target::Tool { name, arguments } => {
+                let params = wire::CallToolParams {
+                    name,
+                    arguments,
+                    retry,
+                };
+                self.exchange(Req {
+                    method: methods::TOOLS_CALL,
+                    params: &params,
+                    name: Some(name),
+                    tool: Some((name, arguments)),
+                    observer: &observer,
+                    timeout: options.timeout,
+                })
+                .await?
+            }
+            Target::Prompt { name, arguments } => {
+                let params = wire::GetPromptParams {
+                    name,
+                    arguments,
+                    retry,
+                };
+                self.exchange(Req {
+                    method: methods::PROMPTS_GET,
+                    params: &params,
+                    name: Some(name),
+                    tool: None,
+                    observer: &observer,
+                    timeout: options.timeout,
+                })
+                .await?
+            }
+            Target::Resource { uri } => {
+                let params = wire::ReadResourceParams { uri, retry };
+                self.exchange(Req {
+                    method: methods::RESOURCES_READ,
+                    params: &params,
+                    name: Some(uri),
+                    tool: None,
+                    observer: &observer,
+                    timeout: options.timeout,
+                })
+                .await?
+            }
+        };
+        read_round(raw, target)
+    }
+
+    /// The automatic loop. Returns the complete result, and its raw JSON when it answered a
+    /// first attempt (the only kind the cache may keep).
+    pub(super) async fn drive<T: DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+        mut options: CallOptions,
+    ) -> Result<(T, Option<Box<RawValue>>)> {
+        let max_rounds = options.max_rounds.unwrap_or(self.inner.max_rounds);
+        let deadline = options
+            .deadline
+            .or(self.inner.deadline)
+            .map(|d| Instant::now() + d);
+        let origin = Arc::new(target.origin());
+        let mut continuation = options.resume.take().unwrap_or_default();
+        let mut first = continuation.is_empty();
+        let mut rounds = 0u32;
+        let mut backoff = Backoff::new();
+        let mut last: Option<InputRequiredResult> = None;
+        loop {
+            let round: Round<T> = within(
+                deadline,
+                &last,
+                rounds,
+                self.round(&target, continuation.retry(), &options),
+            )
+            .await?;
+            let irr = match round.outcome {
+                Outcome::Complete(value) => {
+                    return Ok((value, first.then_some(round.raw)));
+                }
+                Outcome::InputRequired(irr) => irr,
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::InputRequired,
+                        "unexpected round outcome",
+                    ));
+                }
+            };
+            first = false;
+            rounds += 1;
+            if rounds > max_rounds {
+                return Err(InputRequiredError::new(
+                    InputRequiredReason::RoundsExceeded { max_rounds },
+                    Some(irr),
+                    rounds,
+                )
+                .into_error(ErrorKind::InputRequired));
+            }
+            // Kept before answering, so that a deadline hit while answering or pausing
+            // reports this round.
+            last = Some(irr);
+            let Some(irr) = last.as_ref() else {
+                continue;
+            };
+            let has_requests = irr.input_requests.as_ref().is_some_and(|r| !r.is_empty());
+            let responses = if has_requests {
+                backoff.reset();
+                let answers = within(
+                    deadline,
+                    &last,
+                    rounds,
+                    self.answer_round(origin.clone(), irr, rounds),
+                )
+                .await?;
+                Some(answers)
+            } else {
+                let delay = backoff.next_delay();
+                within(deadline, &last, rounds, async {
+                    tokio::time::sleep(delay).await;
+                    Ok(())
+                })
+                .await?;
+                None
+            };
+            // The retry replaces the previous answers; state is echoed only if sent.
+            continuation = Continuation {
+                input_responses: responses,
+                request_state: irr.request_state.clone(),
+            };
+        }
+    }
+}
+
+fn object_arguments(arguments: Value) -> Result<Option<JsonObject>> {
+    match arguments {
+        Value::Null => Ok(None),
+        Value::Object(map) => Ok(Some(map)),
+        other => Err(Error::new(
+            ErrorKind::Config,
+            format!("tool arguments must be a JSON object, not {other}"),
+        )),
+    }
+}
+
+fn string_arguments(arguments: Value) -> Result<Option<BTreeMap<String, String>>> {
+    match arguments {
+        Value::Null => Ok(None),
+        Value::Object(map) => map
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k, s)),
+                other => Err(Error::new(
+                    ErrorKind::Config,
+                    format!("prompt argument {k:?} must be a string, not {other}"),
+                )),
+            })
+            .collect::<Result<BTreeMap<_, _>>>()
+            .map(Some),
+        other => Err(Error::new(
+            ErrorKind::Config,
+            format!("prompt arguments must be a JSON object of strings, not {other}"),
+        )),
     }
 }
 

@@ -152,13 +152,11 @@ pub use script::UnscriptedQuestion;
 use record::Recorder;
 use script::{ScriptHandler, Shared};
 
-use crate::Result;
-use crate::client::{
-    Client, ClientBuilder, Continuation, Era, HandlerCapabilities, Input, Outcome,
-};
+use crate::client::{Client, ClientBuilder, Continuation, HandlerCapabilities, Input, Outcome};
 use crate::server::{Handler, McpHandler, McpServer, Principal, Server};
 use crate::state::ManualClock;
 use crate::transport::memory::{MemoryTransport, lock};
+use crate::{Era, Result};
 
 /// What a [`TestClient`] can talk to: a [`Server`], or an [`McpServer`] that it builds.
 pub trait IntoServer {
