@@ -103,12 +103,12 @@ pub use discover::{
     DiscoverRequest, DiscoverRequestParams, DiscoverResult, DiscoverResultResponse,
 };
 pub use elicitation::{
-    BooleanSchema, ElicitAction, ElicitContent, ElicitRequest, ElicitRequestFormParams,
-    ElicitRequestParams, ElicitRequestUrlParams, ElicitResult, ElicitValue, EnumOption, EnumSchema,
-    LegacyTitledEnumSchema, MultiSelectEnumSchema, NumberSchema, NumberType,
-    PrimitiveSchemaDefinition, RequestedSchema, SchemaProperties, SingleSelectEnumSchema,
-    StringFormat, StringSchema, TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema,
-    UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
+    BooleanSchema, ContentError, ElicitAction, ElicitContent, ElicitRequest,
+    ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams, ElicitResult,
+    ElicitValue, EnumOption, EnumSchema, LegacyTitledEnumSchema, MultiSelectEnumSchema,
+    NumberSchema, NumberType, PrimitiveSchemaDefinition, RequestedSchema, SchemaProperties,
+    SingleSelectEnumSchema, StringFormat, StringSchema, TitledMultiSelectEnumSchema,
+    TitledSingleSelectEnumSchema, UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
 };
 pub use error::{ErrorCode, ErrorObject};
 pub use implementation::{Icon, Implementation};

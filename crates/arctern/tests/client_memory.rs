@@ -1181,25 +1181,14 @@ async fn calls_are_send_and_run_on_spawned_tasks() {
 
 #[tokio::test]
 async fn a_legacy_session_in_process_goes_through_the_shim() {
-    #[derive(Deserialize, JsonSchema)]
-    struct Name {
-        name: String,
-    }
-    impl arctern::server::mrtr::Question for Name {
-        const KEY: &'static str = "name";
-        fn ask(
-            _: &arctern::server::mrtr::AskContext<'_>,
-        ) -> Result<arctern::server::mrtr::Ask, arctern::server::mrtr::NotYet> {
-            Ok(arctern::server::mrtr::Ask::form("Your name?"))
-        }
-    }
+    use arctern::server::mrtr::{Ask, Interrupt, Questions};
     let server = McpServer::new("legacy-memory")
         .tool(
             "greet",
             "Greets.",
-            |arctern::server::mrtr::Answer(n): arctern::server::mrtr::Answer<Name>,
-             ctx: RequestContext| async move {
-                format!("hello {} ({})", n.name, ctx.protocol_version())
+            |q: Questions, ctx: RequestContext| async move {
+                let name = q.answer(Ask::text("name", "Your name?"))?;
+                Ok::<_, Interrupt>(format!("hello {name} ({})", ctx.protocol_version()))
             },
         )
         .build()

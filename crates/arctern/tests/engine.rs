@@ -11,7 +11,8 @@ use arctern::client::Client;
 use arctern::server::extract::{Args, RawArgs};
 use arctern::server::middleware::{Call, Next, Response, from_fn};
 use arctern::server::mrtr::{
-    Answer, Ask, AskContext, HandlerState, MrtrLimits, NotYet, Question, Questions, Responses,
+    Answer, Ask, AskContext, HandlerState, MrtrLimits, NoArgs, NotYet, Question, Questions,
+    Responses,
 };
 use arctern::server::{
     Handler, HandlerResult, Listed, McpServer, Outcome, RequestContext, ResourceSpec, Server,
@@ -123,10 +124,15 @@ struct Amount {
 }
 
 impl Question for Amount {
-    const KEY: &'static str = "amount";
-    fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("How much?"))
+    type Args = NoArgs;
+    type Answer = Amount;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Amount>, NotYet> {
+        Ok(amount())
     }
+}
+
+fn amount() -> Ask<Amount> {
+    Ask::form("amount", "How much?")
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -135,10 +141,11 @@ struct Confirm {
 }
 
 impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = Confirm;
+    fn ask(cx: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
         let Amount { amount } = cx.answer::<Amount>()?;
-        Ok(Ask::form(format!("Transfer {amount}?")))
+        Ok(Ask::form("confirm", format!("Transfer {amount}?")))
     }
 }
 
@@ -183,7 +190,7 @@ async fn a_body_that_catches_a_missing_answer_keeps_its_result() {
             "delete",
             "Deletes, if confirmed.",
             |q: Questions| async move {
-                match q.answer::<Confirm>() {
+                match q.answer(Ask::<Confirm>::form("confirm", "Delete?")) {
                     Ok(c) if c.ok => "deleted".to_owned(),
                     _ => "kept".to_owned(),
                 }
@@ -193,7 +200,7 @@ async fn a_body_that_catches_a_missing_answer_keeps_its_result() {
             "peek",
             "Reads an answer without asking.",
             |q: Questions| async move {
-                match q.try_answer::<Amount>() {
+                match q.try_answer(amount()) {
                     Some(a) => format!("amount {}", a.amount),
                     None => "no amount".to_owned(),
                 }
@@ -203,7 +210,7 @@ async fn a_body_that_catches_a_missing_answer_keeps_its_result() {
             "strict",
             "Waits for the amount.",
             |q: Questions| async move {
-                let a = q.answer::<Amount>()?;
+                let a = q.answer(amount())?;
                 Ok::<_, anyhow_like::Error>(format!("amount {}", a.amount))
             },
         )

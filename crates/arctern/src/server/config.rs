@@ -10,8 +10,8 @@ use arctern_types::version::ProtocolVersion;
 
 use super::legacy::LegacyConfig;
 use super::middleware::Middleware;
-use super::mrtr::MrtrLimits;
 use super::subscriptions::{ChangeBus, LocalChangeBus};
+use super::mrtr::{MrtrLimits, OneTimeStore};
 use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it
@@ -144,6 +144,9 @@ pub struct ServerConfig {
     /// Where announced changes travel: this process only ([`LocalChangeBus`], the default)
     /// or every instance of a fleet.
     pub change_bus: Arc<dyn ChangeBus>,
+    /// Makes each multi round-trip flow complete at most once (needs sealing; see
+    /// [`OneTimeStore`]). Off by default.
+    pub one_time: Option<Arc<dyn OneTimeStore>>,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -161,6 +164,7 @@ impl fmt::Debug for ServerConfig {
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
             .field("change_bus", &self.change_bus)
+            .field("one_time", &self.one_time.is_some())
             .finish()
     }
 }
@@ -196,6 +200,7 @@ impl ServerConfig {
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
             change_bus: Arc::new(LocalChangeBus::default()),
+            one_time: None,
         }
     }
 
@@ -276,6 +281,14 @@ impl ServerConfig {
     /// incoming `requestState` is verified.
     pub fn seal_request_state(mut self, sealer: StateSealer) -> Self {
         self.request_state = Some(sealer);
+        self
+    }
+
+    /// Makes each multi round-trip flow complete at most once: a round presented again
+    /// after its flow completed (or while another round of it runs) is refused with the
+    /// fixed request-state error. Needs request-state sealing.
+    pub fn one_time_store(mut self, store: impl OneTimeStore) -> Self {
+        self.one_time = Some(Arc::new(store));
         self
     }
 }

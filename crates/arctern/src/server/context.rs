@@ -238,6 +238,15 @@ impl RequestContext {
         &self.inner.round
     }
 
+    /// The id of the multi round-trip flow this request belongs to: random, minted in the
+    /// flow's first round, carried sealed, and the same in every round of the flow. Key a
+    /// side effect's idempotency on it (a round can be presented again while its request
+    /// state is valid; see [`mrtr`](crate::server::mrtr)). `None` without request-state
+    /// sealing, and for methods that have no rounds.
+    pub fn flow_id(&self) -> Option<crate::state::FlowId> {
+        self.inner.round.flow_id()
+    }
+
     /// The log level the client opted into for this request, if any.
     pub fn log_level(&self) -> Option<LoggingLevel> {
         self.inner.meta.log_level

@@ -25,6 +25,100 @@ pub struct StatePayload {
     pub asked: BTreeMap<String, QuestionDigest>,
     /// How many `input_required` rounds preceded this one (0 on the first).
     pub round: u32,
+    /// The flow these rounds belong to, minted in its first round.
+    pub flow: Option<Flow>,
+}
+
+/// The identity of one multi round-trip flow: random, minted in the flow's first round,
+/// the same in every round of it. Shown as 32 lower-case hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowId([u8; 16]);
+
+impl FlowId {
+    /// A flow id from its 16 bytes.
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        FlowId(bytes)
+    }
+
+    /// The 16 bytes.
+    pub const fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// A fresh id from the operating system's generator; `None` if the generator fails.
+    pub fn random() -> Option<Self> {
+        use rand::TryRng as _;
+        let mut bytes = [0u8; 16];
+        match rand::rngs::SysRng.try_fill_bytes(&mut bytes) {
+            Ok(()) => Some(FlowId(bytes)),
+            Err(e) => {
+                tracing::error!(error = %e, "the operating system's random generator failed");
+                None
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FlowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl std::fmt::Debug for FlowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FlowId({self})")
+    }
+}
+
+impl std::str::FromStr for FlowId {
+    type Err = InvalidFlowId;
+
+    /// Parses the 32 hex digits [`Display`](std::fmt::Display) writes.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let hex = s.as_bytes();
+        if hex.len() != 32 {
+            return Err(InvalidFlowId);
+        }
+        let mut bytes = [0u8; 16];
+        for (i, pair) in hex.chunks_exact(2).enumerate() {
+            let text = std::str::from_utf8(pair).map_err(|_| InvalidFlowId)?;
+            bytes[i] = u8::from_str_radix(text, 16).map_err(|_| InvalidFlowId)?;
+        }
+        Ok(FlowId(bytes))
+    }
+}
+
+/// A string that is not 32 hex digits, parsed as a [`FlowId`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a flow id is 32 hex digits")]
+pub struct InvalidFlowId;
+
+/// A flow as the request state carries it: its id and when its first round ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Flow {
+    /// The flow's id.
+    pub id: FlowId,
+    /// When the flow's first round ran, in milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+}
+
+impl Flow {
+    /// A new flow starting now; `None` if the random generator fails.
+    pub fn start() -> Option<Self> {
+        let started_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Some(Flow {
+            id: FlowId::random()?,
+            started_unix_ms,
+        })
+    }
+
+    /// When the flow's first round ran.
+    pub fn started(&self) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.started_unix_ms)
+    }
 }
 
 impl StatePayload {
@@ -43,6 +137,7 @@ impl StatePayload {
 }
 
 const FLAG_STATE: u8 = 0b0000_0001;
+const FLAG_FLOW: u8 = 0b0000_0010;
 
 /// Deepest JSON nesting carried in answers (twice serde_json's parser limit of 128, so any
 /// parsed answer fits).
@@ -72,8 +167,9 @@ const T_OBJECT: u8 = 8;
 ///
 /// ```text
 /// u32  round
-/// u8   flags (bit 0: state present; other bits zero)
+/// u8   flags (bit 0: state present; bit 1: flow present; other bits zero)
 /// [u32 len, bytes]    state, UTF-8, when present
+/// [16 bytes, u64]     flow id and start (Unix milliseconds), when present
 /// object              answers (see below)
 /// u16 count, then per pin: u16 len, key bytes (UTF-8), 32-byte question digest
 /// ```
@@ -85,12 +181,18 @@ const T_OBJECT: u8 = 8;
 /// an object body without the tag. All integers are big-endian.
 pub(crate) fn encode(payload: &StatePayload, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     out.extend_from_slice(&payload.round.to_be_bytes());
-    match &payload.state {
-        Some(state) => {
-            out.push(FLAG_STATE);
-            put_str(out, state)?;
-        }
-        None => out.push(0),
+    let flags = if payload.state.is_some() {
+        FLAG_STATE
+    } else {
+        0
+    } | if payload.flow.is_some() { FLAG_FLOW } else { 0 };
+    out.push(flags);
+    if let Some(state) = &payload.state {
+        put_str(out, state)?;
+    }
+    if let Some(flow) = &payload.flow {
+        out.extend_from_slice(flow.id.as_bytes());
+        out.extend_from_slice(&flow.started_unix_ms.to_be_bytes());
     }
     put_object(out, &payload.answers, 0)?;
     let count = u16::try_from(payload.asked.len()).map_err(|_| EncodeError::TooLarge)?;
@@ -106,7 +208,7 @@ pub(crate) fn encode(payload: &StatePayload, out: &mut Vec<u8>) -> Result<(), En
 
 /// A rough size of the framing, to size buffers once.
 pub(crate) fn size_hint(payload: &StatePayload) -> usize {
-    let state = payload.state.as_ref().map_or(0, |s| 4 + s.len());
+    let state = payload.state.as_ref().map_or(0, |s| 4 + s.len()) + 24;
     let answers = payload.answers.len() * 48;
     let asked: usize = payload.asked.keys().map(|k| 34 + k.len()).sum();
     4 + 1 + state + 4 + answers + 2 + asked
@@ -183,11 +285,19 @@ pub(crate) fn decode(input: &[u8]) -> Option<StatePayload> {
     let mut r = Reader(input);
     let round = u32::from_be_bytes(r.array()?);
     let flags = r.byte()?;
-    if flags & !FLAG_STATE != 0 {
+    if flags & !(FLAG_STATE | FLAG_FLOW) != 0 {
         return None;
     }
     let state = if flags & FLAG_STATE != 0 {
         Some(r.str()?.to_owned())
+    } else {
+        None
+    };
+    let flow = if flags & FLAG_FLOW != 0 {
+        Some(Flow {
+            id: FlowId::from_bytes(r.array()?),
+            started_unix_ms: u64::from_be_bytes(r.array()?),
+        })
     } else {
         None
     };
@@ -210,6 +320,7 @@ pub(crate) fn decode(input: &[u8]) -> Option<StatePayload> {
         answers,
         asked,
         round,
+        flow,
     })
 }
 
@@ -326,6 +437,20 @@ mod tests {
             super::super::question_digest("elicitation/create", &json!({})),
         );
         roundtrip(&p);
+        p.flow = Some(Flow::start().unwrap());
+        roundtrip(&p);
+        p.state = None;
+        roundtrip(&p);
+    }
+
+    #[test]
+    fn flow_ids_print_and_parse() {
+        let id = FlowId::from_bytes([0xab; 16]);
+        assert_eq!(id.to_string(), "ab".repeat(16));
+        assert_eq!(id.to_string().parse::<FlowId>(), Ok(id));
+        assert_eq!("ab".parse::<FlowId>(), Err(InvalidFlowId));
+        assert_eq!("zz".repeat(16).parse::<FlowId>(), Err(InvalidFlowId));
+        assert_ne!(FlowId::random(), FlowId::random());
     }
 
     #[test]
@@ -395,7 +520,7 @@ mod tests {
     fn unknown_flags_rejected() {
         let mut buf = Vec::new();
         encode(&StatePayload::default(), &mut buf).unwrap();
-        buf[4] = 0b10;
+        buf[4] = 0b100;
         assert!(decode(&buf).is_none());
     }
 }

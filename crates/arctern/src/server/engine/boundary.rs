@@ -88,13 +88,17 @@ impl Boundary<'_> {
         let Some(payload) = payload else {
             // A first round: answers the client volunteers reach the handler unpinned (the
             // specification lets a server accept them); typed questions never take them.
-            return Ok((Round::verified(0, BTreeMap::new()), Carried::default()));
+            return Ok((
+                Round::verified(0, BTreeMap::new(), None),
+                Carried::default(),
+            ));
         };
         let StatePayload {
             state,
             answers: earlier,
             asked: pins,
             round,
+            flow,
         } = payload;
         // Fresh answers: only to keys the previous round asked (pinned, and not carried).
         let mut fresh = params.input_responses_mut().take().unwrap_or_default();
@@ -125,15 +129,16 @@ impl Boundary<'_> {
             pins: pins.clone(),
             number: round,
         };
-        Ok((Round::verified(round, pins), carried))
+        Ok((Round::verified(round, pins, flow), carried))
     }
 
     /// Checks an `input_required` round and prepares the next one: on the modern wire the
     /// state is sealed into `ask.request_state`; on a legacy session it is returned for the
-    /// shim to keep.
+    /// shim to keep. `round` is the round that asked (it holds the flow).
     pub(crate) fn close(
         &self,
         carried: Carried,
+        round: &Round,
         ask: &mut InputRequiredResult,
         client: &ClientCapabilities,
         limits: &MrtrLimits,
@@ -196,11 +201,17 @@ impl Boundary<'_> {
                 pins.insert(key.clone(), *pin);
             }
         }
+        let Some(flow) = round.flow() else {
+            return Err(ErrorObject::internal_error(
+                "Could not start a multi round-trip flow",
+            ));
+        };
         let next = StatePayload {
             state: ask.request_state.take(),
             answers,
             asked: pins,
             round: carried.number.saturating_add(1),
+            flow: Some(flow),
         };
         match self {
             Boundary::Sealed(sealer, binding) => match sealer.seal(binding, &next) {

@@ -3,6 +3,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::SystemTime;
 
 use arctern_types::capabilities::ClientCapabilities;
 use arctern_types::discover::DiscoverResult;
@@ -34,10 +35,10 @@ use crate::server::handler::Handler;
 use crate::server::legacy::{self, LegacyPeer, LegacySession};
 use crate::server::listed::{ListResult, Listed, ListedForm};
 use crate::server::middleware::{self, Call, Next, Request, Response};
-use crate::server::mrtr::Round;
+use crate::server::mrtr::{Claim, OneTimeStore, Round};
 use crate::server::note_channel;
 use crate::server::wire::{WireParams, WireResult};
-use crate::state::StateBinding;
+use crate::state::{FlowId, RejectReason, StateBinding, StateRejection};
 
 /// Buffer of request-scoped messages before a slow client pushes back on the handler.
 const NOTIFICATION_BUFFER: usize = 64;
@@ -397,13 +398,59 @@ impl<H: Handler> Server<H> {
             }
             _ => {
                 let client = client_capabilities(&seed.meta);
-                let mut response = self.invoke(self.context(seed, round), request).await?;
-                if let Some(ask) = response.input_required_mut() {
-                    boundary
-                        .close(carried, ask, &client, &self.inner.config.mrtr)
-                        .map_err(Refused::Error)?;
+                let claim = self.claim_flow(&boundary, &round).await?;
+                let ctx = self.context(seed, round);
+                let mut answered = self.invoke(ctx.clone(), request).await;
+                if let Ok(response) = &mut answered
+                    && let Some(ask) = response.input_required_mut()
+                    && let Err(e) =
+                        boundary.close(carried, ctx.round(), ask, &client, &self.inner.config.mrtr)
+                {
+                    answered = Err(Refused::Error(e));
                 }
-                Ok(response)
+                if let Some(claim) = claim {
+                    let asks_more = matches!(&answered, Ok(r) if r.is_input_required());
+                    claim.finish(!asks_more).await;
+                }
+                answered
+            }
+        }
+    }
+
+    /// Claims the flow of a later round with the one-time store, when the server has one:
+    /// a flow that completed, or has a round running, is refused with the fixed
+    /// request-state error; a store that fails refuses the round (closed).
+    async fn claim_flow(
+        &self,
+        boundary: &Boundary<'_>,
+        round: &Round,
+    ) -> Result<Option<FlowClaim>, Refused> {
+        let (Boundary::Sealed(sealer, _), Some(store)) = (boundary, &self.inner.config.one_time)
+        else {
+            return Ok(None);
+        };
+        let Some(flow) = round.flow().filter(|_| round.number() > 0) else {
+            return Ok(None);
+        };
+        // Past this, no token of the flow opens: the store may forget it.
+        let expires = SystemTime::now() + sealer.ttl() + sealer.clock_skew();
+        match store.claim(flow.id, expires).await {
+            Ok(Claim::Granted) => Ok(Some(FlowClaim {
+                store: store.clone(),
+                flow: flow.id,
+                expires,
+            })),
+            Ok(refused) => {
+                tracing::debug!(flow = %flow.id, ?refused, "refused a round of a flow that completed or is running");
+                Err(Refused::Invalid(
+                    StateRejection::new(RejectReason::Replayed).to_error_object(),
+                ))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the one-time store failed; refusing the round");
+                Err(Refused::Error(ErrorObject::internal_error(
+                    "The server could not check the request state",
+                )))
             }
         }
     }
@@ -424,12 +471,12 @@ impl<H: Handler> Server<H> {
         let timeout = self.inner.config.legacy.input_timeout;
         loop {
             let ctx = self.context_for_round(&seed, round);
-            let mut response = self.invoke(ctx, request.clone()).await?;
+            let mut response = self.invoke(ctx.clone(), request.clone()).await?;
             let Some(ask) = response.input_required_mut() else {
                 return Ok(response);
             };
             let next: NextRound = Boundary::Legacy
-                .close(carried, ask, &session.capabilities, &limits)
+                .close(carried, ctx.round(), ask, &session.capabilities, &limits)
                 .map_err(Refused::Error)?
                 .unwrap_or_default();
             let Some(sink) = seed.sink.as_ref() else {
@@ -823,6 +870,23 @@ fn encode_legacy(id: &RequestId, response: Response) -> Bytes {
         Response::GetPrompt(o) => outcome(id, o),
         Response::ReadResource(o) => outcome(id, o),
         Response::Complete(r) => encode_legacy_result(id, &r),
+    }
+}
+
+/// A round's claim on its flow in the one-time store.
+struct FlowClaim {
+    store: Arc<dyn OneTimeStore>,
+    flow: FlowId,
+    expires: SystemTime,
+}
+
+impl FlowClaim {
+    /// Ends the claim: the flow completed, or asks more. A store failure here cannot undo
+    /// the round (its answer is ready); it is logged.
+    async fn finish(self, completed: bool) {
+        if let Err(e) = self.store.finish(self.flow, completed, self.expires).await {
+            tracing::error!(error = %e, flow = %self.flow, completed, "the one-time store failed to end a claim");
+        }
     }
 }
 

@@ -174,6 +174,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// Makes each multi round-trip flow complete at most once (see
+    /// [`OneTimeStore`](crate::server::mrtr::OneTimeStore)): a round presented again after
+    /// its flow completed is refused with the fixed request-state error.
+    pub fn one_time_store(mut self, store: impl crate::server::mrtr::OneTimeStore) -> Self {
+        self.parts.config.one_time = Some(Arc::new(store));
+        self
+    }
+
     /// Limits on multi round-trip requests (questions per round, rounds per call).
     pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
         self.parts.config.mrtr = limits;
