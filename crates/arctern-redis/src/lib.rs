@@ -10,8 +10,9 @@
 //!   instance must reach the `subscriptions/listen` streams and legacy sessions held by every
 //!   other — [`RedisChangeBus`], a [`ChangeBus`](arctern::server::ChangeBus) on Redis
 //!   pub/sub;
-//! * the one-time flow store (the replay guard of flows whose last round has side effects),
-//!   once arctern has one;
+//! * the one-time flow store (the replay guard of flows whose last round has side effects):
+//!   a flow completed on one instance must be refused on every other — [`RedisOneTimeStore`],
+//!   a [`OneTimeStore`](arctern::server::mrtr::OneTimeStore) on Redis keys;
 //! * the task store, when the tasks extension lands (not built yet).
 //!
 //! # When Redis is down
@@ -21,7 +22,9 @@
 //!
 //! | what | during an outage |
 //! | --- | --- |
-//! | multi round-trip flows, tools, prompts, resources | keep working: they never touch Redis |
+//! | tools, prompts, resources, and the first round of every multi round-trip call | keep working: they never touch Redis |
+//! | later rounds of multi round-trip flows, with a [`RedisOneTimeStore`] | refused at once (fail closed): the claim fails within the timeout and the client gets `-32603` "The server could not check the request state"; the handler does not run. The flow can be started again once Redis is back; without a one-time store, rounds never touch Redis |
+//! | a round that ran while Redis went away | its answer is sent; the claim's end is logged as an error and the flow stays claimed (refused) until its tokens expire |
 //! | changes announced on an instance | still reach that instance's streams and sessions at once |
 //! | changes crossing instances | lost while Redis is unreachable (each failed publish is logged as a warning); when the subscription comes back, every local stream and session is told that every list it follows changed, so clients refetch |
 //! | data an application keeps in Redis (the demo's notes) | calls fail after at most the timeout with the Redis error, which the application reports (the demo answers a tool error) |
@@ -31,12 +34,17 @@
 #![forbid(unsafe_code)]
 
 mod changes;
+mod one_time;
 
 use std::time::Duration;
 
 pub use changes::{BusStats, DEFAULT_CHANNEL, RedisChangeBus};
+pub use one_time::RedisOneTimeStore;
 /// The Redis client this crate is built on, for an application's own data.
 pub use redis;
+
+/// The default prefix of the keys arctern keeps in Redis.
+pub const DEFAULT_KEY_PREFIX: &str = "arctern:";
 
 /// Default bound on every Redis call (connecting, a command, subscribing): 2 seconds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -47,6 +55,7 @@ pub struct RedisConfig {
     url: String,
     timeout: Duration,
     channel: String,
+    key_prefix: String,
 }
 
 impl RedisConfig {
@@ -57,6 +66,7 @@ impl RedisConfig {
             url: url.into(),
             timeout: DEFAULT_TIMEOUT,
             channel: DEFAULT_CHANNEL.to_owned(),
+            key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
         }
     }
 
@@ -72,6 +82,14 @@ impl RedisConfig {
     /// use different ones.
     pub fn channel(mut self, channel: impl Into<String>) -> Self {
         self.channel = channel.into();
+        self
+    }
+
+    /// The prefix of the keys arctern keeps in Redis (default [`DEFAULT_KEY_PREFIX`]; the
+    /// [`RedisOneTimeStore`] uses `{prefix}flow:{flow id}`). Separate fleets on one Redis
+    /// use different ones.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = prefix.into();
         self
     }
 

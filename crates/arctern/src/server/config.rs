@@ -10,8 +10,8 @@ use arctern_types::version::ProtocolVersion;
 
 use super::legacy::LegacyConfig;
 use super::middleware::Middleware;
-use super::subscriptions::{ChangeBus, LocalChangeBus};
 use super::mrtr::{MrtrLimits, OneTimeStore};
+use super::subscriptions::{ChangeBus, LocalChangeBus};
 use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it

@@ -101,10 +101,10 @@ pub use envelope::{
 pub use key::{
     KeyError, KeyId, KeyRing, MAX_KEY_ID_LEN, MAX_KEY_MATERIAL_LEN, MIN_KEY_MATERIAL_LEN, StateKey,
 };
+pub use payload::{Flow, FlowId, InvalidFlowId, StatePayload};
 #[cfg(unix)]
 pub use reload::ReloadOnSignal;
 pub use reload::{KeySource, ReloadableKeyRing};
-pub use payload::{Flow, FlowId, InvalidFlowId, StatePayload};
 pub use sealer::{
     ConfigError, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, INVALID_STATE_MESSAGE,
     MAX_TTL, MIN_MAX_TOKEN_LEN, RejectReason, SealError, StateBinding, StateRejection, StateSealer,
