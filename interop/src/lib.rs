@@ -17,12 +17,10 @@
 //! `ARCTERN_PYTHON` or in the script's cache folder.
 
 use arctern::server::extract::Args;
-use arctern::server::mrtr::{
-    Answer, Ask, AskContext, NotYet, Question, Roots, Sample, SamplingQuestion,
-};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question, Roots};
 use arctern::server::{McpHandler, McpServer, RegistrationError, ResourceTemplateSpec, Server};
 use arctern::types::prompts::PromptMessage;
-use arctern::types::sampling::{CreateMessageRequestParams, SamplingMessage};
+use arctern::types::sampling::CreateMessageResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -53,17 +51,11 @@ pub struct Provision {
 }
 
 /// The first question of `provision`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "region", message = "Which region should the database live in?")]
 pub struct Region {
     /// A cloud region, such as eu-west-1.
     pub region: String,
-}
-
-impl Question for Region {
-    const KEY: &'static str = "region";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which region should the database live in?"))
-    }
 }
 
 /// The second question of `provision`: built from the first answer, so asked a round later.
@@ -74,10 +66,14 @@ pub struct Size {
 }
 
 impl Question for Size {
-    const KEY: &'static str = "size";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = Size;
+    fn ask(cx: &AskContext<'_, NoArgs>) -> Result<Ask<Size>, NotYet> {
         let region = cx.answer::<Region>()?;
-        Ok(Ask::form(format!("How many GB in {}?", region.region)))
+        Ok(Ask::form(
+            "size",
+            format!("How many GB in {}?", region.region),
+        ))
     }
 }
 
@@ -91,19 +87,12 @@ pub struct Product {
 /// The completion `tagline` asks the client's LLM for.
 pub struct TaglineRequest;
 
-impl SamplingQuestion for TaglineRequest {
-    const KEY: &'static str = "tagline";
-    fn ask(cx: &AskContext<'_>) -> Result<CreateMessageRequestParams, NotYet> {
-        let product = cx
-            .arguments::<Product>()
-            .map(|p| p.product)
-            .unwrap_or_default();
-        Ok(CreateMessageRequestParams::new(
-            vec![SamplingMessage::user_text(format!(
-                "Suggest a tagline for {product}."
-            ))],
-            50,
-        ))
+impl Question for TaglineRequest {
+    type Args = Product;
+    type Answer = CreateMessageResult;
+    fn ask(cx: &AskContext<'_, Product>) -> Result<Ask<CreateMessageResult>, NotYet> {
+        let prompt = format!("Suggest a tagline for {}.", cx.args().product);
+        Ok(Ask::sample("tagline", prompt).max_tokens(50))
     }
 }
 
@@ -122,17 +111,11 @@ pub struct Topic {
 }
 
 /// The question of the `briefing` prompt.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "audience", message = "Who is the briefing for?")]
 pub struct Audience {
     /// Who will read the briefing.
     pub audience: String,
-}
-
-impl Question for Audience {
-    const KEY: &'static str = "audience";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Who is the briefing for?"))
-    }
 }
 
 async fn echo(Args(t): Args<Text>) -> String {
@@ -154,16 +137,16 @@ async fn provision(
     )
 }
 
-async fn tagline(Args(p): Args<Product>, sample: Sample<TaglineRequest>) -> String {
-    let content = serde_json::to_value(&sample.0.content).unwrap_or_default();
+async fn tagline(Args(p): Args<Product>, Answer(sample): Answer<TaglineRequest>) -> String {
+    let content = serde_json::to_value(&sample.content).unwrap_or_default();
     let text = content
         .get("text")
         .and_then(|t| t.as_str())
         .map_or_else(|| content.to_string(), str::to_owned);
-    format!("{}: {text} ({})", p.product, sample.0.model)
+    format!("{}: {text} ({})", p.product, sample.model)
 }
 
-async fn show_roots(Roots(roots): Roots) -> String {
+async fn show_roots(Answer(roots): Answer<Roots>) -> String {
     roots
         .iter()
         .map(|r| format!("{}={}", r.name.as_deref().unwrap_or(""), r.uri))

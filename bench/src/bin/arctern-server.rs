@@ -23,7 +23,7 @@ use std::sync::{Arc, OnceLock};
 
 use arctern::server::connection::{Reply, RequestOrigin, WireHeaders};
 use arctern::server::extract::{Args, State};
-use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
 use arctern::server::{ChangeNotifier, McpHandler, McpServer, Server};
 use arctern_bench::many::*;
 use clap::Parser;
@@ -79,9 +79,10 @@ struct Confirm {
 }
 
 impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Confirm?"))
+    type Args = NoArgs;
+    type Answer = Confirm;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
+        Ok(Ask::form("confirm", "Confirm?"))
     }
 }
 

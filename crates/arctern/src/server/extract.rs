@@ -104,7 +104,8 @@ impl CallParts {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     message: String,
-    error: Option<ErrorObject>,
+    // Boxed: rejections travel in `Result`s and step enums; keep them small.
+    error: Option<Box<ErrorObject>>,
 }
 
 impl Rejection {
@@ -121,19 +122,19 @@ impl Rejection {
     pub fn protocol(error: ErrorObject) -> Self {
         Rejection {
             message: error.message.to_string(),
-            error: Some(error),
+            error: Some(Box::new(error)),
         }
     }
 
     /// The JSON-RPC error this rejection is answered with, if it is not an in-band one.
     pub fn protocol_error(&self) -> Option<&ErrorObject> {
-        self.error.as_ref()
+        self.error.as_deref()
     }
 
     /// The JSON-RPC error to answer a prompt or resource call with.
     pub(crate) fn into_error(self) -> ErrorObject {
         self.error
-            .unwrap_or_else(|| ErrorObject::invalid_params(self.message))
+            .map_or_else(|| ErrorObject::invalid_params(self.message), |e| *e)
     }
 
     /// The message.
@@ -178,6 +179,8 @@ pub struct Signature {
     pub(crate) input_schema: Option<JsonObject>,
     pub(crate) output_schema: Option<JsonObject>,
     pub(crate) styles: Vec<(MrtrStyle, &'static str)>,
+    /// The argument types questions decode, when no parameter declares the arguments.
+    pub(crate) question_args: Vec<(&'static str, JsonObject)>,
     pub(crate) errors: Vec<String>,
 }
 
@@ -190,6 +193,15 @@ impl Signature {
             ));
         } else {
             self.input_schema = Some(schema);
+        }
+    }
+
+    /// Declares the JSON Schema of the arguments a question reads (its `Args`). It becomes
+    /// the input schema when no parameter declares one; questions reading the arguments as
+    /// different types then need an explicit [`Args`] parameter.
+    pub fn question_arguments_schema(&mut self, schema: JsonObject, type_name: &'static str) {
+        if !self.question_args.iter().any(|(t, _)| *t == type_name) {
+            self.question_args.push((type_name, schema));
         }
     }
 
@@ -224,6 +236,15 @@ impl Signature {
             self.errors.push(format!(
                 "it mixes the two multi round-trip forms: {d} asks through extractors, while {m} handles input by hand; use one form per handler"
             ));
+        }
+        if self.input_schema.is_none() {
+            match self.question_args.as_slice() {
+                [] => {}
+                [(_, schema)] => self.input_schema = Some(schema.clone()),
+                [(a, _), (b, _), ..] => self.errors.push(format!(
+                    "its questions read the arguments as different types ({a} and {b}); take an Args<T> parameter to declare the arguments"
+                )),
+            }
         }
         if self.errors.is_empty() {
             Ok(self)

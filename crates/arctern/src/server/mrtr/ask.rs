@@ -55,8 +55,12 @@ pub const DEFAULT_SAMPLE_MAX_TOKENS: u64 = 1024;
 pub struct Ask<A> {
     key: Cow<'static, str>,
     question: Result<InputRequest, Arc<str>>,
-    read: fn(&str, &InputResponse) -> Result<A, String>,
+    read: Read<A>,
 }
+
+/// Reads the answer to a question under its key, once it is known to fit; `Err` says why
+/// it does not.
+pub(crate) type Read<A> = fn(&str, &InputResponse) -> Result<A, String>;
 
 impl<A> Clone for Ask<A> {
     fn clone(&self) -> Self {
@@ -138,7 +142,7 @@ impl<A> Ask<A> {
     fn new(
         key: impl Into<Cow<'static, str>>,
         question: Result<InputRequest, Arc<str>>,
-        read: fn(&str, &InputResponse) -> Result<A, String>,
+        read: Read<A>,
     ) -> Self {
         Ask {
             key: key.into(),
@@ -158,13 +162,7 @@ impl<A> Ask<A> {
         self.question.as_ref().map_err(|why| &**why)
     }
 
-    pub(crate) fn into_parts(
-        self,
-    ) -> (
-        Cow<'static, str>,
-        Result<InputRequest, Arc<str>>,
-        fn(&str, &InputResponse) -> Result<A, String>,
-    ) {
+    pub(crate) fn into_parts(self) -> (Cow<'static, str>, Result<InputRequest, Arc<str>>, Read<A>) {
         (self.key, self.question, self.read)
     }
 

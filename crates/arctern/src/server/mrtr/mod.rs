@@ -405,7 +405,7 @@ fn decide<A>(
     key: &str,
     question: &InputRequest,
     answer: &InputResponse,
-    read: fn(&str, &InputResponse) -> Result<A, String>,
+    read: ask::Read<A>,
 ) -> Result<Step<A>, String> {
     if let InputResponse::Elicit(e) = answer {
         match e.action {

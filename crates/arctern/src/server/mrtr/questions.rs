@@ -58,8 +58,10 @@ pub struct NotYet;
     note = "implement `arctern::server::mrtr::Question` for it (or derive it with the `macros` feature); for questions phrased at run time, take `Questions` and pass it an `Ask` value"
 )]
 pub trait Question: 'static {
-    /// What the call's arguments are decoded into for [`ask`](Question::ask).
-    type Args: DeserializeOwned + Send + Sync + 'static;
+    /// What the call's arguments are decoded into for [`ask`](Question::ask). Unless a
+    /// parameter of the handler declares the arguments ([`Args<T>`](crate::server::extract::Args)),
+    /// its schema is the tool's input schema.
+    type Args: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static;
     /// The answer.
     type Answer: Send + 'static;
 
@@ -67,9 +69,31 @@ pub trait Question: 'static {
     fn ask(cx: &AskContext<'_, Self::Args>) -> Result<Ask<Self::Answer>, NotYet>;
 }
 
-/// The `Args` of a question that does not read the call's arguments: decodes from anything.
+/// The `Args` of a question that does not read the call's arguments: decodes from anything,
+/// and declares nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NoArgs;
+
+impl schemars::JsonSchema for NoArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NoArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "object" })
+    }
+}
+
+/// Declares what a question type needs when its handler is registered.
+fn describe_question<Q: Question>(describe: &mut Signature, by: &'static str) {
+    describe.style(MrtrStyle::Dependency, by);
+    if TypeId::of::<Q::Args>() != TypeId::of::<NoArgs>() {
+        describe.question_arguments_schema(
+            crate::server::extract::schema_for::<Q::Args>(),
+            std::any::type_name::<Q::Args>(),
+        );
+    }
+}
 
 impl<'de> Deserialize<'de> for NoArgs {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -297,7 +321,7 @@ impl<Q: Question, S> FromCall<S> for Answer<Q> {
     }
 
     fn describe(describe: &mut Signature) {
-        describe.style(MrtrStyle::Dependency, "Answer");
+        describe_question::<Q>(describe, "Answer");
     }
 }
 
@@ -323,7 +347,7 @@ impl<Q: Question, S> FromCall<S> for AnswerOutcome<Q> {
     }
 
     fn describe(describe: &mut Signature) {
-        describe.style(MrtrStyle::Dependency, "AnswerOutcome");
+        describe_question::<Q>(describe, "AnswerOutcome");
     }
 }
 
