@@ -228,8 +228,17 @@ def check_kubernetes(directory):
     return len(docs)
 
 
+def tool_env():
+    """The environment for nginx and haproxy: with the libraries of the cache that
+    scripts/fleet.sh fetched them into, when it did."""
+    env = dict(os.environ)
+    if os.environ.get("ARCTERN_TOOL_LIBS"):
+        env["LD_LIBRARY_PATH"] = os.environ["ARCTERN_TOOL_LIBS"]
+    return env
+
+
 def check_nginx(template):
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    nginx = os.environ.get("ARCTERN_NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
     with tempfile.TemporaryDirectory() as state:
         os.makedirs(os.path.join(state, "nginx-tmp"))
         text = open(template).read()
@@ -250,14 +259,14 @@ def check_nginx(template):
         open(conf, "w").write(text)
         run = subprocess.run(
             [nginx, "-t", "-q", "-e", os.path.join(state, "error.log"), "-c", conf, "-p", state],
-            capture_output=True, text=True,
+            capture_output=True, text=True, env=tool_env(),
         )
         if run.returncode != 0:
             fail("nginx", run.stderr.strip())
 
 
 def check_haproxy(template):
-    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    haproxy = os.environ.get("ARCTERN_HAPROXY") or shutil.which("haproxy") or "/usr/sbin/haproxy"
     text = open(template).read()
     text = text.replace("@LISTEN@", "127.0.0.1:9200").replace(
         "@SERVERS@", "    server i1 127.0.0.1:9101 check\n    server i2 127.0.0.1:9102 check"
@@ -265,7 +274,9 @@ def check_haproxy(template):
     with tempfile.NamedTemporaryFile("w", suffix=".cfg") as f:
         f.write(text)
         f.flush()
-        run = subprocess.run([haproxy, "-c", "-q", "-f", f.name], capture_output=True, text=True)
+        run = subprocess.run(
+            [haproxy, "-c", "-q", "-f", f.name], capture_output=True, text=True, env=tool_env()
+        )
         if run.returncode != 0:
             fail("haproxy", (run.stdout + run.stderr).strip())
 

@@ -2,11 +2,13 @@
 # A fleet of arctern demo servers on this machine: Redis, N instances sharing one
 # request-state key file, and nginx in front of them, all on 127.0.0.1 with free ports.
 #
-#   scripts/fleet.sh up N [--release] [--kms]
+#   scripts/fleet.sh up N [--release] [--kms] [--haproxy]
 #                                        start everything; prints one JSON line:
 #                                        {"url": …, "instances": [{"id", "url", "pid"}], "redis": …}
 #                                        --kms: no shared key ring; each instance seals under its
 #                                        own data keys wrapped by a (local) key service
+#                                        --haproxy: HAProxy in front too ("haproxy_url"), routing
+#                                        2025-era sessions with balance hdr(Mcp-Session-Id)
 #   scripts/fleet.sh down               stop exactly what `up` started
 #   scripts/fleet.sh status             the same JSON line, for a running fleet
 #   scripts/fleet.sh restart ID         graceful restart of one instance: out of nginx, drain
@@ -14,9 +16,10 @@
 #   scripts/fleet.sh reload-keys        SIGHUP every instance (after editing the key file)
 #   scripts/fleet.sh test               lint deploy/, then the fleet tests (real nginx and Redis)
 #
-# nginx and redis-server come from the distribution's packages: when missing, `up` and `test`
-# install them with apt-get (as root). Where that is impossible, install them yourself
-# (Debian/Ubuntu: apt-get install nginx redis-server); `test` then skips with a message.
+# nginx and redis-server (and haproxy) come from the distribution's packages: the system's
+# when installed, else fetched once with `apt-get download` (no root needed) into
+# ${XDG_CACHE_HOME:-~/.cache}/arctern/fleet-packages, outside the checkout, and run from there.
+# Where apt is not available, install them yourself; `test` then skips with a message.
 #
 # State (pid files, logs, the key file, the rendered nginx.conf) lives in $ARCTERN_FLEET_DIR,
 # by default a directory under /tmp named after the user: never inside the checkout.
@@ -35,28 +38,137 @@ usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{
 
 # --- packages ------------------------------------------------------------------------------
 
-# Exit code 3: the packages are missing and cannot be installed here.
-ensure_packages() {
-    local missing=()
-    command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
-    command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-    [ "${#missing[@]}" = 0 ] && return 0
-    if ! command -v apt-get >/dev/null 2>&1; then
-        say "needs ${missing[*]}, and apt-get is not available: install them with your package manager"
-        return 3
+# Packages that are not installed are fetched once with `apt-get download` (no root needed)
+# and unpacked into this cache, outside the checkout; nothing is installed system-wide, and
+# no system service is started. ARCTERN_FLEET_PACKAGES=cache uses the cache even where the
+# system has the tools (what a fresh machine does).
+PKG_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/arctern/fleet-packages"
+PKG_ROOT="$PKG_CACHE/root"
+
+# The path of TOOL: the system's, else the cache's; nothing when neither has it.
+tool_path() { # TOOL
+    local dir
+    if [ "${ARCTERN_FLEET_PACKAGES:-}" != cache ]; then
+        command -v "$1" 2>/dev/null && return 0
+        for dir in /usr/sbin /usr/bin; do
+            [ -x "$dir/$1" ] && { echo "$dir/$1"; return 0; }
+        done
     fi
-    if [ "$(id -u)" != 0 ]; then
-        say "needs ${missing[*]}: run as root, or install them first: sudo apt-get install ${missing[*]}"
-        return 3
-    fi
-    say "installing ${missing[*]} from the distribution's packages"
-    if ! apt-get update -qq >&2 || ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2; then
-        say "apt-get could not install ${missing[*]}: install them yourself (apt-get install ${missing[*]})"
-        return 3
-    fi
+    for dir in usr/sbin usr/bin; do
+        [ -x "$PKG_ROOT/$dir/$1" ] && { echo "$PKG_ROOT/$dir/$1"; return 0; }
+    done
+    return 1
 }
 
-nginx_bin() { command -v nginx 2>/dev/null || echo /usr/sbin/nginx; }
+# Runs TOOL (exec: the pid stays the tool's), with the cache's libraries when it is the
+# cache's.
+run_tool() { # TOOL ARGS...
+    local bin
+    bin="$(tool_path "$1")" || die "$1 is not available"
+    shift
+    case "$bin" in
+        "$PKG_ROOT"/*) exec env LD_LIBRARY_PATH="$(cache_libs)" "$bin" "$@" ;;
+        *) exec "$bin" "$@" ;;
+    esac
+}
+
+cache_libs() {
+    local dirs="" d
+    for d in "$PKG_ROOT"/lib/*-linux-gnu "$PKG_ROOT"/usr/lib/*-linux-gnu "$PKG_ROOT"/usr/lib; do
+        [ -d "$d" ] && dirs+="${dirs:+:}$d"
+    done
+    echo "$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+
+# The dependency groups of PACKAGE, one line each (alternatives on one line).
+dependency_groups() { # PACKAGE
+    apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+        --no-enhances "$1" 2>/dev/null | awk '
+        /^ [ |](Pre)?Depends: / {
+            name = $2; alt = ($0 ~ /^ \|/)
+            group = group (group == "" ? "" : " ") name
+            if (!alt) { print group; group = "" }
+        }'
+}
+
+# Fetches PACKAGES and the dependencies this system lacks into the cache.
+fetch_packages() { # PACKAGES...
+    command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 || {
+        say "needs $*; apt-get is not available: install them with your package manager"
+        return 3
+    }
+    if [ -z "$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)"')" ]; then
+        if [ "$(id -u)" = 0 ]; then
+            apt-get update -qq >&2 || true
+        fi
+        [ -n "$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)"')" ] || {
+            say "apt knows no package $1 (run apt-get update as root, or install $* yourself)"
+            return 3
+        }
+    fi
+    mkdir -p "$PKG_CACHE/debs" "$PKG_ROOT"
+    local -a queue=("$@") fetch=()
+    local -A seen=()
+    local pkg group member pick depth=0
+    # Two levels of dependencies: the tools' libraries and theirs.
+    while [ "${#queue[@]}" != 0 ] && [ "$depth" -lt 3 ]; do
+        local -a next=()
+        for pkg in "${queue[@]}"; do
+            [ -n "${seen[$pkg]:-}" ] && continue
+            seen[$pkg]=1
+            fetch+=("$pkg")
+            while read -r group; do
+                pick=""
+                for member in $group; do
+                    if [[ "$member" == "<"* ]]; then continue; fi
+                    if installed "$member" || [ -n "${seen[$member]:-}" ]; then pick=""; break; fi
+                    [ -z "$pick" ] && pick="$member"
+                done
+                [ -n "$pick" ] && next+=("$pick")
+            done < <(dependency_groups "$pkg")
+        done
+        queue=("${next[@]+"${next[@]}"}")
+        depth=$((depth + 1))
+    done
+    say "fetching ${fetch[*]} into $PKG_CACHE (apt-get download; nothing is installed system-wide)"
+    (cd "$PKG_CACHE/debs" && apt-get download -qq "${fetch[@]}" >&2) || {
+        say "apt-get download ${fetch[*]} failed: install $* yourself (apt-get install $*)"
+        return 3
+    }
+    local deb
+    for deb in "$PKG_CACHE"/debs/*.deb; do
+        dpkg-deb -x "$deb" "$PKG_ROOT"
+    done
+}
+
+# Makes nginx and redis-server (and haproxy with --haproxy) available: the system's, else
+# the cache's, fetched when missing. Exit code 3: they cannot be had here.
+ensure_packages() { # [haproxy]
+    local -a want=(nginx:nginx redis-server:redis-tools) missing=()
+    [ "${1:-}" = haproxy ] && want+=(haproxy:haproxy)
+    local item
+    for item in "${want[@]}"; do
+        tool_path "${item%%:*}" >/dev/null || missing+=("${item#*:}")
+    done
+    [ "${#missing[@]}" = 0 ] && return 0
+    # One fetcher at a time; whoever waited finds the work done.
+    mkdir -p "$PKG_CACHE"
+    exec 9>"$PKG_CACHE.lock"
+    flock 9
+    missing=()
+    for item in "${want[@]}"; do
+        tool_path "${item%%:*}" >/dev/null || missing+=("${item#*:}")
+    done
+    if [ "${#missing[@]}" != 0 ]; then
+        fetch_packages "${missing[@]}" || { exec 9>&-; return 3; }
+    fi
+    exec 9>&-
+    for item in "${want[@]}"; do
+        tool_path "${item%%:*}" >/dev/null || { say "${item%%:*} is still missing after fetching ${item#*:}"; return 3; }
+    done
+}
 
 # --- processes -----------------------------------------------------------------------------
 
@@ -164,7 +276,7 @@ render_nginx() { # [DOWN]
     text="${text//@INSTANCE_UPSTREAMS@/${upstreams%$'\n'}}"
     text="${text//@SESSION_MAP@/${map%$'\n'}}"
     printf '%s\n' "$text" >"$STATE/nginx.conf.new"
-    "$(nginx_bin)" -t -q -e "$STATE/nginx-error.log" -c "$STATE/nginx.conf.new" -p "$STATE" 2>>"$STATE/nginx-error.log" \
+    (run_tool nginx -t -q -e "$STATE/nginx-error.log" -c "$STATE/nginx.conf.new" -p "$STATE") 2>>"$STATE/nginx-error.log" \
         || die "the rendered nginx configuration is invalid; see $STATE/nginx-error.log"
     mv "$STATE/nginx.conf.new" "$STATE/nginx.conf"
 }
@@ -186,6 +298,20 @@ reload_nginx() {
     done
 }
 
+# Renders haproxy.cfg from the instances file.
+render_haproxy() {
+    local servers="" id port text
+    while read -r id port; do
+        servers+="    server $id 127.0.0.1:$port check inter 1s fall 1 rise 1"$'\n'
+    done <"$STATE/instances"
+    text="$(<"$HAPROXY_TEMPLATE")"
+    text="${text//@LISTEN@/127.0.0.1:$(cat "$STATE/haproxy-port")}"
+    text="${text//@SERVERS@/${servers%$'\n'}}"
+    printf '%s\n' "$text" >"$STATE/haproxy.cfg"
+    (run_tool haproxy -c -q -f "$STATE/haproxy.cfg") >>"$STATE/haproxy.log" 2>&1 \
+        || die "the rendered HAProxy configuration is invalid; see $STATE/haproxy.log"
+}
+
 status_json() {
     python3 - "$STATE" <<'EOF'
 import json, os, sys
@@ -203,6 +329,8 @@ print(json.dumps({
     "url": f"http://127.0.0.1:{read('nginx-port')}/mcp",
     "instances": instances,
     "redis": read("redis-url"),
+    **({"haproxy_url": f"http://127.0.0.1:{read('haproxy-port')}/mcp"}
+       if os.path.exists(os.path.join(state, "haproxy-port")) else {}),
     "key_file": os.path.join(state, "state-keys"),
     "state_dir": state,
 }))
@@ -214,12 +342,13 @@ EOF
 cmd_up() {
     local n="${1:-}"
     shift || true
-    [[ "$n" =~ ^[1-9][0-9]?$ ]] || die "usage: fleet.sh up N [--release] [--kms]   (N from 1 to 99)"
-    local kms=0 flag
+    [[ "$n" =~ ^[1-9][0-9]?$ ]] || die "usage: fleet.sh up N [--release] [--kms] [--haproxy]   (N from 1 to 99)"
+    local kms=0 haproxy="" flag
     for flag in "$@"; do
         case "$flag" in
             --release) RELEASE=1 ;;
             --kms) kms=1 ;;
+            --haproxy) haproxy=haproxy ;;
             *) die "unknown option $flag" ;;
         esac
     done
@@ -227,7 +356,7 @@ cmd_up() {
         die "a fleet is already up (state in $STATE): scripts/fleet.sh down first"
     fi
     local rc=0
-    ensure_packages || rc=$?
+    ensure_packages $haproxy || rc=$?
     [ "$rc" = 0 ] || exit "$rc"
     mkdir -p "$STATE/nginx-tmp"
     # Anything that fails from here on takes down what was started.
@@ -244,7 +373,7 @@ cmd_up() {
 
     local redis_port
     redis_port="$(free_port)"
-    redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+    run_tool redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
         --dir "$STATE" --logfile "$STATE/redis.log" --protected-mode yes </dev/null >/dev/null 2>&1 &
     # redis-server rewrites its command line to "redis-server 127.0.0.1:PORT".
     echo "$! 127.0.0.1:$redis_port" >"$STATE/redis.pid"
@@ -260,9 +389,16 @@ cmd_up() {
 
     free_port >"$STATE/nginx-port"
     render_nginx
-    "$(nginx_bin)" -e "$STATE/nginx-error.log" -c "$STATE/nginx.conf" -p "$STATE" </dev/null >>"$STATE/nginx-error.log" 2>&1 &
+    run_tool nginx -e "$STATE/nginx-error.log" -c "$STATE/nginx.conf" -p "$STATE" </dev/null >>"$STATE/nginx-error.log" 2>&1 &
     echo "$! $STATE/nginx.conf" >"$STATE/nginx.pidfile"
     wait_port "$(cat "$STATE/nginx-port")" 10 || die "nginx did not start; see $STATE/nginx-error.log"
+    if [ -n "$haproxy" ]; then
+        free_port >"$STATE/haproxy-port"
+        render_haproxy
+        run_tool haproxy -db -f "$STATE/haproxy.cfg" </dev/null >>"$STATE/haproxy.log" 2>&1 &
+        echo "$! $STATE/haproxy.cfg" >"$STATE/haproxy.pidfile"
+        wait_port "$(cat "$STATE/haproxy-port")" 10 || die "haproxy did not start; see $STATE/haproxy.log"
+    fi
     FLEET_STARTED=1
     status_json
 }
@@ -270,6 +406,7 @@ cmd_up() {
 cmd_down() {
     [ -d "$STATE" ] || { say "no fleet in $STATE"; return 0; }
     # The front first, so that nothing new reaches instances that are stopping.
+    stop_pidfile "$STATE/haproxy.pidfile"
     stop_pidfile "$STATE/nginx.pidfile"
     local f
     for f in "$STATE"/i*.pid; do
@@ -315,7 +452,6 @@ cmd_lint() {
     local missing=()
     command -v yamllint >/dev/null 2>&1 || missing+=(yamllint)
     python3 -c 'import jsonschema, yaml' 2>/dev/null || missing+=(python3-jsonschema python3-yaml)
-    command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
     if [ "${#missing[@]}" != 0 ]; then
         if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
             apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 \
@@ -325,15 +461,17 @@ cmd_lint() {
             return 3
         fi
     fi
+    ensure_packages haproxy || return $?
     yamllint -s -c "$ROOT/deploy/yamllint.yaml" "$ROOT/deploy/kubernetes"
-    python3 "$ROOT/deploy/check.py" "$ROOT/deploy"
+    ARCTERN_NGINX="$(tool_path nginx)" ARCTERN_HAPROXY="$(tool_path haproxy)" \
+        ARCTERN_TOOL_LIBS="$(LD_LIBRARY_PATH='' cache_libs)" python3 "$ROOT/deploy/check.py" "$ROOT/deploy"
 }
 
 cmd_test() {
     local rc=0
-    ensure_packages || rc=$?
+    ensure_packages haproxy || rc=$?
     if [ "$rc" = 3 ]; then
-        echo "fleet tests: skipped (nginx and redis-server cannot be installed here)"
+        echo "fleet tests: skipped (nginx, redis-server and haproxy cannot be had here)"
         return 0
     fi
     [ "$rc" = 0 ] || return "$rc"
@@ -342,7 +480,11 @@ cmd_test() {
     [ "$rc" = 0 ] || [ "$rc" = 3 ] || return "$rc"
     cd "$ROOT"
     export ARCTERN_REQUIRE_REDIS=1
-    cargo test -p arctern-redis --test change_bus
+    # The Redis tests start their own redis-server: this one (the system's or the cache's).
+    ARCTERN_REDIS_SERVER="$(tool_path redis-server)"
+    ARCTERN_TOOL_LIBS="$(LD_LIBRARY_PATH='' cache_libs)"
+    export ARCTERN_REDIS_SERVER ARCTERN_TOOL_LIBS
+    cargo test -p arctern-redis --test change_bus --test one_time
     cargo test -p arctern-cli --test fleet -- --ignored --test-threads 1
 }
 

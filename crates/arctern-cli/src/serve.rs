@@ -4,14 +4,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arctern::server::mrtr::MemoryOneTimeStore;
 use arctern::server::{ChangeBus, LocalChangeBus};
 use arctern::state::{
     EnvelopeCodec, EnvelopeConfig, KeySource, LocalKeyService, ReloadableKeyRing, StateSealer,
 };
 use arctern::transport::http::{HttpConfig, HttpServer};
-use arctern_redis::{RedisChangeBus, RedisConfig};
+use arctern_redis::{RedisChangeBus, RedisConfig, RedisOneTimeStore};
 use base64::Engine as _;
 use clap::Args;
+
+use arctern_cli::demo;
 
 use crate::demo_notes::Notes;
 use crate::output::{self, Format};
@@ -54,8 +57,9 @@ pub struct ServeArgs {
     /// Names this instance in an Arctern-Instance header on every HTTP response.
     #[arg(long, value_name = "ID", env = "ARCTERN_INSTANCE_ID")]
     instance_id: Option<String>,
-    /// Redis for what the fleet shares: notes, and change notifications across instances
-    /// (such as redis://127.0.0.1:6379/0).
+    /// Redis for what the fleet shares: notes, change notifications across instances, and
+    /// the one-time flow store (a flow completes once on the whole fleet), such as
+    /// redis://127.0.0.1:6379/0. Without it, each of those stays in this process.
     #[arg(long, value_name = "URL", env = "ARCTERN_REDIS_URL")]
     redis: Option<String>,
 }
@@ -79,7 +83,16 @@ pub async fn serve(args: ServeArgs, format: Format) -> Result<(), Box<dyn std::e
         Some(config) => Notes::in_redis(config, bus.clone(), &instance).await?,
         None => Notes::in_memory(bus.clone(), &instance),
     };
-    let mut builder = crate::demo_notes::install(crate::demo::builder(), notes).change_bus(bus);
+    let mut builder = crate::demo_notes::install(demo::builder(), notes).change_bus(bus);
+    // Each flow completes at most once: across the fleet with Redis, else in this process.
+    builder = match &redis {
+        Some(config) => builder.one_time_store(
+            RedisOneTimeStore::connect(config.clone())
+                .await
+                .map_err(|e| format!("cannot use Redis for the one-time store: {e}"))?,
+        ),
+        None => builder.one_time_store(MemoryOneTimeStore::new()),
+    };
     let source = match &args.key_file {
         Some(file) => Some(KeySource::File(file.clone())),
         None if std::env::var_os(KEYS_ENV).is_some() => Some(KeySource::Env(KEYS_ENV.into())),
@@ -152,6 +165,7 @@ pub async fn serve(args: ServeArgs, format: Format) -> Result<(), Box<dyn std::e
     eprintln!("Try it from another terminal:");
     eprintln!("  {arctern} call {url} provision --arg name=orders");
     eprintln!("  {arctern} call {url} provision --arg name=orders --answer region=eu-west-1");
+    eprintln!("  {arctern} call {url} book_hotel --arg city=Oslo");
     eprintln!("  {arctern} tools {url}");
     eprintln!("Or point any MCP client (protocol 2026-07-28) at {url}.");
     eprintln!("Press Ctrl-C to stop.");

@@ -42,6 +42,11 @@ fn script() -> PathBuf {
 impl Fleet {
     /// `fleet.sh up n` in a state directory of its own.
     fn up(n: usize, name: &str) -> Fleet {
+        Fleet::up_with(n, name, &[])
+    }
+
+    /// `fleet.sh up n FLAGS...` in a state directory of its own.
+    fn up_with(n: usize, name: &str, flags: &[&str]) -> Fleet {
         let dir =
             std::env::temp_dir().join(format!("arctern-fleet-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -49,7 +54,10 @@ impl Fleet {
             dir,
             info: Value::Null,
         };
-        let out = fleet.run(&["up", &n.to_string()]);
+        let n = n.to_string();
+        let mut args = vec!["up", n.as_str()];
+        args.extend_from_slice(flags);
+        let out = fleet.run(&args);
         fleet.info = serde_json::from_str(out.lines().last().unwrap_or_default())
             .unwrap_or_else(|e| panic!("fleet.sh up printed no JSON ({e}): {out}"));
         fleet
@@ -80,6 +88,11 @@ impl Fleet {
         self.info["instances"].as_array().unwrap()
     }
 
+    /// HAProxy's URL (`up --haproxy`).
+    fn haproxy_url(&self) -> &str {
+        self.info["haproxy_url"].as_str().expect("up --haproxy")
+    }
+
     fn instance_url(&self, i: usize) -> &str {
         self.instances()[i]["url"].as_str().unwrap()
     }
@@ -104,6 +117,16 @@ impl Drop for Fleet {
             .arg("down")
             .env("ARCTERN_FLEET_DIR", &self.dir)
             .output();
+    }
+}
+
+/// A child process of the test, killed when the test ends (also on failure).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -540,6 +563,45 @@ async fn a_thousand_flows_cross_instances_through_nginx() {
     );
     eprintln!("{total} flows complete, {crossed} with their rounds on different instances");
 
+    // One flow completes once on the whole fleet (the one-time store in Redis): its final
+    // round, presented again, is refused by every instance, through nginx and directly.
+    let mut front = Conn::new(fleet.url());
+    let first = front
+        .post(
+            call_body(1, "confirm", json!({"text": "once"}), None),
+            "tools/call",
+            None,
+        )
+        .await
+        .unwrap();
+    let state = first.json()["result"]["requestState"].clone();
+    let answers = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    let last = call_body(
+        2,
+        "confirm",
+        json!({"text": "once"}),
+        Some((&state, answers.clone())),
+    );
+    let done = front.post(last.clone(), "tools/call", None).await.unwrap();
+    assert_eq!(done.json()["result"]["content"][0]["text"], "once");
+    let completed_on = done.instance.clone().unwrap();
+    let mut refused_by = BTreeSet::new();
+    let mut replays: Vec<Conn> = (0..3).map(|i| Conn::new(fleet.instance_url(i))).collect();
+    replays.push(Conn::new(fleet.url()));
+    for conn in &mut replays {
+        for _ in 0..3 {
+            let replay = conn.post(last.clone(), "tools/call", None).await.unwrap();
+            assert_eq!(replay.status, 400, "{:?}", replay.json());
+            assert_eq!(
+                replay.json()["error"],
+                json!({"code": -32602, "message": "Invalid or expired requestState"})
+            );
+            refused_by.insert(replay.instance.unwrap());
+        }
+    }
+    assert_eq!(refused_by, expected, "every instance refused the replay");
+    assert!(refused_by.iter().any(|i| *i != completed_on));
+
     // A state minted by one instance opens on every other; a tampered one on none.
     let mut direct: Vec<Conn> = (0..3).map(|i| Conn::new(fleet.instance_url(i))).collect();
     let first = direct[0]
@@ -850,31 +912,108 @@ async fn a_note_written_on_one_instance_reaches_a_listener_on_another_and_redis_
         "{:?}",
         unreadable.json()
     );
+    // The one-time store is in Redis: first rounds work on every instance; later rounds are
+    // refused at once (closed), with an internal error, on every instance.
     let mut conn = Conn::new(fleet.url());
-    for n in 0..20 {
-        confirm_flow(&mut conn, n)
+    let mut refused_by = BTreeSet::new();
+    for n in 0..6 {
+        let first = conn
+            .post(
+                call_body(n, "confirm", json!({"text": "t"}), None),
+                "tools/call",
+                None,
+            )
             .await
-            .expect("flows need no Redis");
+            .unwrap();
+        assert_eq!(first.json()["result"]["resultType"], "input_required");
+        let state = first.json()["result"]["requestState"].clone();
+        let answers = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+        let second = conn
+            .post(
+                call_body(n, "confirm", json!({"text": "t"}), Some((&state, answers))),
+                "tools/call",
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            second.json()["error"],
+            json!({"code": -32603, "message": "The server could not check the request state"})
+        );
+        refused_by.insert(second.instance.unwrap());
     }
+    assert_eq!(refused_by.len(), 3, "{refused_by:?}");
+
+    // Redis is back (empty): flows complete again once the connections are back (bounded).
+    let redis_url = fleet.info["redis"].as_str().unwrap().to_owned();
+    let port = redis_url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let redis_server = std::env::var("ARCTERN_REDIS_SERVER").unwrap_or("redis-server".into());
+    let mut redis = Command::new(redis_server);
+    if let Ok(libs) = std::env::var("ARCTERN_TOOL_LIBS") {
+        redis.env("LD_LIBRARY_PATH", libs);
+    }
+    let _restarted = KillOnDrop(
+        redis
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                port,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&fleet.dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server starts again"),
+    );
+    let deadline = Instant::now() + DEADLINE;
+    let mut completed = 0;
+    for n in 100..10_000 {
+        if completed == 10 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "flows did not complete again");
+        match confirm_flow(&mut conn, n).await {
+            Ok(_) => completed += 1,
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    assert_eq!(completed, 10);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs nginx and redis-server: scripts/fleet.sh test"]
-async fn a_2025_client_completes_a_flow_through_the_shim_behind_nginx() {
+async fn a_2025_client_completes_a_flow_through_the_shim_behind_nginx_and_haproxy() {
     use arctern::Era;
     use arctern::client::Client;
     use arctern::types::elicitation::ElicitResult;
 
-    let fleet = Fleet::up(3, "legacy");
-    // Sessions open round robin, so these land on every instance.
-    for round in 0..6 {
+    let fleet = Fleet::up_with(3, "legacy", &["--haproxy"]);
+    // Sessions open round robin, so these land on every instance; nginx routes the session
+    // by its id's instance prefix, HAProxy by its stick table (balance hdr(Mcp-Session-Id)).
+    for (round, front) in [fleet.url(), fleet.haproxy_url()]
+        .into_iter()
+        .cycle()
+        .take(12)
+        .enumerate()
+    {
         let client = Client::builder()
             .name("fleet-legacy")
             .era(Era::Legacy)
             .on_elicit(|_question| async move { Ok(ElicitResult::accept([("ok", true)])) })
-            .connect(fleet.url())
+            .connect(front)
             .await
-            .expect("a legacy session opens through nginx");
+            .unwrap_or_else(|e| panic!("a legacy session opens through {front}: {e}"));
         let text = format!("legacy-{round}");
         let result =
             tokio::time::timeout(DEADLINE, client.call_tool("confirm", json!({"text": text})))
@@ -885,20 +1024,54 @@ async fn a_2025_client_completes_a_flow_through_the_shim_behind_nginx() {
         client.close().await.unwrap();
     }
 
-    // A session id that no instance holds: 404 at once, not a hang.
+    // A session id that no instance holds: 404 at once, not a hang, through either front.
     let mut front = Conn::new(fleet.url());
+    let mut haproxy = Conn::new(fleet.haproxy_url());
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#.to_owned();
     for session in ["i2.00000000000000000000000000000000", "nobody"] {
-        let reply = front
-            .post(body.clone(), "tools/list", Some(session))
+        for conn in [&mut front, &mut haproxy] {
+            let reply = conn
+                .post(body.clone(), "tools/list", Some(session))
+                .await
+                .unwrap();
+            assert_eq!(reply.status, 404, "{session}");
+            assert_eq!(reply.json()["error"]["code"], -32001);
+        }
+    }
+    // A live session presented to an instance that does not hold it (what a plain hash of
+    // the header does to most sessions): 404 at once; its own instance serves it.
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut at_i1 = Conn::new(fleet.instance_url(0));
+    let session = at_i1
+        .post(init.to_owned(), "initialize", None)
+        .await
+        .unwrap()
+        .session
+        .expect("a session id");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    at_i1
+        .post(
+            initialized.to_owned(),
+            "notifications/initialized",
+            Some(&session),
+        )
+        .await
+        .unwrap();
+    for i in [1, 2] {
+        let reply = Conn::new(fleet.instance_url(i))
+            .post(body.clone(), "tools/list", Some(&session))
             .await
             .unwrap();
-        assert_eq!(reply.status, 404, "{session}");
+        assert_eq!(reply.status, 404);
         assert_eq!(reply.json()["error"]["code"], -32001);
     }
+    let served = at_i1
+        .post(body.clone(), "tools/list", Some(&session))
+        .await
+        .unwrap();
+    assert_eq!(served.status, 200, "{:?}", served.json());
     // The session of a dead instance: its backup answers 404 at once.
     let mut i1 = Conn::new(fleet.url());
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let opened = i1.post(init.to_owned(), "initialize", None).await.unwrap();
     let session = opened.session.expect("a session id");
     let owner = session.split('.').next().unwrap().to_owned();

@@ -11,9 +11,13 @@ pub struct RedisServer {
     dir: PathBuf,
 }
 
-/// `redis-server`, or `None` (with a message) when it is not installed and the run does not
-/// require it (`ARCTERN_REQUIRE_REDIS=1`, set by `scripts/fleet.sh test`, makes it a failure).
+/// `redis-server` (`ARCTERN_REDIS_SERVER` when set, else the one on `PATH`), or `None` (with a
+/// message) when it is not installed and the run does not require it
+/// (`ARCTERN_REQUIRE_REDIS=1`, set by `scripts/fleet.sh test`, makes it a failure).
 pub fn redis_server() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("ARCTERN_REDIS_SERVER").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|p| p.join("redis-server"))
@@ -56,7 +60,13 @@ impl RedisServer {
 
     /// Starts (again) on the same port, and waits until it accepts connections.
     pub fn spawn(&mut self, binary: &PathBuf) {
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        // A redis-server that scripts/fleet.sh fetched into its cache needs the cache's
+        // libraries.
+        if let Some(libs) = std::env::var_os("ARCTERN_TOOL_LIBS").filter(|l| !l.is_empty()) {
+            command.env("LD_LIBRARY_PATH", libs);
+        }
+        let child = command
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .args([
                 "--save",
