@@ -602,33 +602,38 @@ async fn a_thousand_flows_cross_instances_through_nginx() {
     assert_eq!(refused_by, expected, "every instance refused the replay");
     assert!(refused_by.iter().any(|i| *i != completed_on));
 
-    // A state minted by one instance opens on every other; a tampered one on none.
+    // A state minted by one instance opens on every other (each flow completes once, so one
+    // flow per instance); a tampered one on none.
     let mut direct: Vec<Conn> = (0..3).map(|i| Conn::new(fleet.instance_url(i))).collect();
-    let first = direct[0]
-        .post(
-            call_body(1, "confirm", json!({"text": "t"}), None),
-            "tools/call",
-            None,
-        )
-        .await
-        .unwrap();
-    let state = first.json()["result"]["requestState"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut tampered = state.clone().into_bytes();
+    let mut states = Vec::new();
+    for n in 0..3 {
+        let first = direct[0]
+            .post(
+                call_body(n, "confirm", json!({"text": "t"}), None),
+                "tools/call",
+                None,
+            )
+            .await
+            .unwrap();
+        let state = first.json()["result"]["requestState"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        states.push(state);
+    }
+    let mut tampered = states[0].clone().into_bytes();
     let last = tampered.len() - 2;
     tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
     let tampered = Value::String(String::from_utf8(tampered).unwrap());
     let answers = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
-    for conn in &mut direct {
+    for (conn, state) in direct.iter_mut().zip(states) {
         let ok = conn
             .post(
                 call_body(
                     2,
                     "confirm",
                     json!({"text": "t"}),
-                    Some((&Value::String(state.clone()), answers.clone())),
+                    Some((&Value::String(state), answers.clone())),
                 ),
                 "tools/call",
                 None,
