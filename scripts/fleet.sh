@@ -146,11 +146,16 @@ fetch_packages() { # PACKAGES...
 # Makes nginx and redis-server (and haproxy with --haproxy) available: the system's, else
 # the cache's, fetched when missing. Exit code 3: they cannot be had here.
 ensure_packages() { # [haproxy]
-    local -a want=(nginx:nginx redis-server:redis-tools) missing=()
+    # TOOL:PACKAGES (redis-server is a link into redis-tools).
+    local -a want=(nginx:nginx redis-server:redis-server,redis-tools) missing=()
     [ "${1:-}" = haproxy ] && want+=(haproxy:haproxy)
     local item
+    local -a packages
     for item in "${want[@]}"; do
-        tool_path "${item%%:*}" >/dev/null || missing+=("${item#*:}")
+        if ! tool_path "${item%%:*}" >/dev/null; then
+            IFS=, read -r -a packages <<<"${item#*:}"
+            missing+=("${packages[@]}")
+        fi
     done
     [ "${#missing[@]}" = 0 ] && return 0
     # One fetcher at a time; whoever waited finds the work done.
@@ -159,7 +164,10 @@ ensure_packages() { # [haproxy]
     flock 9
     missing=()
     for item in "${want[@]}"; do
-        tool_path "${item%%:*}" >/dev/null || missing+=("${item#*:}")
+        if ! tool_path "${item%%:*}" >/dev/null; then
+            IFS=, read -r -a packages <<<"${item#*:}"
+            missing+=("${packages[@]}")
+        fi
     done
     if [ "${#missing[@]}" != 0 ]; then
         fetch_packages "${missing[@]}" || { exec 9>&-; return 3; }
