@@ -126,7 +126,8 @@ n, load = sys.argv[2], sys.argv[3]
 print("### Fleet: one instance direct, behind nginx, and %s behind nginx\n" % n)
 print("`arctern serve` (release) with `--key-file`, `--redis` and `--instance-id`; nginx 1 worker,")
 print("keepalive upstreams; nothing pinned (load average at the end: %s). Server CPU is the first" % load)
-print("instance's; nginx CPU is its worker's per call.\n")
+print("instance's; nginx CPU is its worker's per call. Every `confirm` flow's second round claims the flow")
+print("in Redis (the one-time store: one Lua script call) and marks it completed (another).\n")
 print("| placement | call | connections | calls/s | p50 | p99 | errors | server CPU / call | nginx CPU / call |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for r in runs:

@@ -23,7 +23,7 @@ cargo test --workspace --doc
 
 [ "$quick" = 1 ] && exit 0
 
-echo "== fleet: nginx, Redis and three instances on loopback (installs nginx and redis-server when missing)"
+echo "== fleet: nginx, HAProxy, Redis and three instances on loopback (fetches the packages into a cache when missing)"
 scripts/fleet.sh test
 
 echo "== conformance: server leg, 2026-07-28 wire"
