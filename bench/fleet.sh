@@ -47,7 +47,7 @@ if [ "$BUILD" = 1 ]; then
     cargo build --release --manifest-path "$BENCH_DIR/Cargo.toml" --bin load
     cargo build --release --manifest-path "$ROOT/Cargo.toml" -p arctern-cli
 fi
-LOAD="$BENCH_DIR/target/release/load"
+LOAD="${CARGO_TARGET_DIR:-$BENCH_DIR/target}/release/load"
 ARCTERN_BIN="$(cargo metadata --format-version 1 --no-deps --manifest-path "$ROOT/Cargo.toml" \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/arctern"
 export ARCTERN_BIN
