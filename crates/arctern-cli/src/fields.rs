@@ -403,7 +403,12 @@ pub fn pick<'a>(options: &'a [Choice], text: &str) -> Result<&'a Choice, String>
         .iter()
         .find(|c| c.value == text)
         .or_else(|| options.iter().find(|c| c.title.eq_ignore_ascii_case(text)))
-        .ok_or_else(|| format!("{text:?} is not offered; expected one of: {}.", offered(options)))
+        .ok_or_else(|| {
+            format!(
+                "{text:?} is not offered; expected one of: {}.",
+                offered(options)
+            )
+        })
 }
 
 /// The options as a person picks them: `value (title)`, or the value alone when it is its

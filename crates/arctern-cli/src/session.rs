@@ -421,7 +421,13 @@ fn not_accepted(key: &str, params: &ElicitRequestParams) -> Failure {
     let message = params.message();
     let shown: Vec<String> = message
         .lines()
-        .map(|l| if l.is_empty() { String::new() } else { format!("  {l}") })
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("  {l}")
+            }
+        })
         .collect();
     Failure::usage(format!(
         "the server did not accept --answer {key}; it asks again:\n{}",

@@ -434,25 +434,24 @@ fn shop() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
     URL.get_or_init(|| {
         let server = McpServer::new("shop")
-            .tool(
-                "pack",
-                "Packs a parcel.",
-                |q: Questions| async move {
-                    let extras = [
-                        ("gift", "Gift wrap"),
-                        ("card", "Greeting card"),
-                        ("fast", "Express shipping"),
-                    ];
-                    let extras = q.ask(
-                        Ask::choices("extras", "Which extras? One or two.", extras)
-                            .min_selected(1)
-                            .max_selected(2),
-                    );
-                    let size = q.ask(Ask::choice("size", "Which box size?", ["S", "M", "L"]));
-                    let (extras, size) = q.ready((extras, size))?;
-                    Ok::<_, Interrupt>(format!("Packed a size {size} box with {}.", extras.join(" + ")))
-                },
-            )
+            .tool("pack", "Packs a parcel.", |q: Questions| async move {
+                let extras = [
+                    ("gift", "Gift wrap"),
+                    ("card", "Greeting card"),
+                    ("fast", "Express shipping"),
+                ];
+                let extras = q.ask(
+                    Ask::choices("extras", "Which extras? One or two.", extras)
+                        .min_selected(1)
+                        .max_selected(2),
+                );
+                let size = q.ask(Ask::choice("size", "Which box size?", ["S", "M", "L"]));
+                let (extras, size) = q.ready((extras, size))?;
+                Ok::<_, Interrupt>(format!(
+                    "Packed a size {size} box with {}.",
+                    extras.join(" + ")
+                ))
+            })
             .build()
             .expect("a valid server");
         common::serve(server)
@@ -467,8 +466,8 @@ fn run_time_choices_respect_their_bounds_and_show_titles_or_values() {
     t.expect("Which extras? One or two.");
     t.expect("Cancel");
     t.send(ENTER);
-    t.expect("choose 1 to 2");
     t.expect("Express shipping");
+    t.expect("choose 1 to 2");
     // None selected: too few.
     t.send(ENTER);
     t.expect("Select at least 1.");

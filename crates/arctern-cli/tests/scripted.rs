@@ -690,7 +690,11 @@ fn book_hotel_re_asks_with_the_reason_when_a_client_sends_a_bad_answer() {
                         };
                         let mut seen = seen.lock().unwrap();
                         seen.push(form.message.clone());
-                        let hotel = if seen.len() == 1 { "Ritz" } else { "osl-aurora" };
+                        let hotel = if seen.len() == 1 {
+                            "Ritz"
+                        } else {
+                            "osl-aurora"
+                        };
                         Ok(ElicitResult::accept([("hotel", hotel)]))
                     }
                 })

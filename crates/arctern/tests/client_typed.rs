@@ -52,16 +52,17 @@ async fn client() -> Client {
             },
         )
         .tool("plain", "Text only.", || async { "sunny, 21 degrees" })
-        .tool("raw", "Echoes its arguments.", |Args(v): Args<serde_json::Value>| async move {
-            CallToolResult::structured(v)
-        })
-        .prompt(
-            "brief",
-            "A brief.",
-            |Args(t): Args<Topic>| async move {
-                vec![PromptMessage::user_text(format!("Brief me on {}.", t.topic))]
-            },
+        .tool(
+            "raw",
+            "Echoes its arguments.",
+            |Args(v): Args<serde_json::Value>| async move { CallToolResult::structured(v) },
         )
+        .prompt("brief", "A brief.", |Args(t): Args<Topic>| async move {
+            vec![PromptMessage::user_text(format!(
+                "Brief me on {}.",
+                t.topic
+            ))]
+        })
         .build()
         .expect("a valid server");
     Client::builder().connect_memory(server).await.unwrap()

@@ -281,7 +281,11 @@ pub fn vault() -> &'static str {
         let schema = RequestedSchema::new().required("code", PrimitiveSchemaDefinition::string());
         arctern::Outcome::InputRequired(InputRequiredResult {
             input_requests: Some(
-                [("code".to_owned(), InputRequest::elicit_form(message, schema))].into(),
+                [(
+                    "code".to_owned(),
+                    InputRequest::elicit_form(message, schema),
+                )]
+                .into(),
             ),
             request_state: Some("asked".into()),
             ..Default::default()

@@ -323,11 +323,7 @@ impl Client {
     /// a value that fails to serialize, fails the call before anything is sent. A tool's own
     /// failure is data, not an error: check [`CallToolResult::is_tool_error`], or take
     /// [`call_tool_json`](Self::call_tool_json) for a typed result.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: impl Serialize,
-    ) -> Result<CallToolResult> {
+    pub async fn call_tool(&self, name: &str, arguments: impl Serialize) -> Result<CallToolResult> {
         self.call_tool_with(name, arguments, CallOptions::new())
             .await
     }
@@ -804,16 +800,27 @@ mod tests {
             city: &'a str,
             nights: u8,
         }
-        let args = tool_arguments("book", Trip {
-            city: "Oslo",
-            nights: 2,
-        })
+        let args = tool_arguments(
+            "book",
+            Trip {
+                city: "Oslo",
+                nights: 2,
+            },
+        )
         .unwrap()
         .unwrap();
-        assert_eq!(Value::Object(args), serde_json::json!({"city": "Oslo", "nights": 2}));
+        assert_eq!(
+            Value::Object(args),
+            serde_json::json!({"city": "Oslo", "nights": 2})
+        );
         assert_eq!(tool_arguments("t", ()).unwrap(), None);
         assert_eq!(tool_arguments("t", Value::Null).unwrap(), None);
-        assert!(tool_arguments("t", serde_json::json!({})).unwrap().unwrap().is_empty());
+        assert!(
+            tool_arguments("t", serde_json::json!({}))
+                .unwrap()
+                .unwrap()
+                .is_empty()
+        );
 
         let e = tool_arguments("t", [1, 2]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Config);
@@ -834,9 +841,12 @@ mod tests {
 
     #[test]
     fn prompt_arguments_are_strings() {
-        let map = prompt_arguments("p", [("topic", "MRTR")].into_iter().collect::<BTreeMap<_, _>>())
-            .unwrap()
-            .unwrap();
+        let map = prompt_arguments(
+            "p",
+            [("topic", "MRTR")].into_iter().collect::<BTreeMap<_, _>>(),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(map["topic"], "MRTR");
         assert_eq!(prompt_arguments("p", ()).unwrap(), None);
         let e = prompt_arguments("p", serde_json::json!({"n": 3})).unwrap_err();
@@ -845,7 +855,11 @@ mod tests {
             "argument \"n\" of prompt \"p\" must be a string, not a number"
         );
         let e = prompt_arguments("p", "topic").unwrap_err();
-        assert!(e.to_string().contains("JSON object of strings, not a string"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("JSON object of strings, not a string"),
+            "{e}"
+        );
     }
 
     #[test]
