@@ -2,11 +2,9 @@
 
 use std::time::Duration;
 
-use arctern::server::extract::{Args, schema_for};
+use arctern::server::extract::Args;
 use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question, Questions, Roots};
-use arctern::server::{
-    McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server, ToolSpec,
-};
+use arctern::server::{McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server};
 use arctern::types::prompts::PromptMessage;
 use arctern::types::sampling::CreateMessageResult;
 use schemars::JsonSchema;
@@ -126,7 +124,7 @@ impl Question for HaikuRequest {
     }
 }
 
-/// Only the question reads the arguments; the tool's schema names them (see `server`).
+/// Only the question reads the arguments; its `Args` are the tool's input schema.
 async fn haiku(Answer(poem): Answer<HaikuRequest>) -> String {
     match poem.content.first_text() {
         Some(text) => text.to_owned(),
@@ -397,12 +395,7 @@ pub fn builder() -> McpServer {
             "Invites a teammate. Asks one form: email, role, teams, how long, whether to email.",
             invite,
         )
-        .tool_spec(
-            ToolSpec::new("haiku")
-                .description("Writes a haiku by asking the client's LLM.")
-                .input_schema(schema_for::<HaikuArgs>()),
-            haiku,
-        )
+        .tool("haiku", "Writes a haiku by asking the client's LLM.", haiku)
         .tool(
             "list_roots",
             "Lists the directories the client shares (its roots).",

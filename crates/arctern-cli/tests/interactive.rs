@@ -466,8 +466,8 @@ fn run_time_choices_respect_their_bounds_and_show_titles_or_values() {
     t.expect("Which extras? One or two.");
     t.expect("Cancel");
     t.send(ENTER);
-    t.expect("choose 1 to 2");
     t.expect("Express shipping");
+    t.expect("choose 1 to 2");
     // None selected: too few.
     t.send(ENTER);
     t.expect("Select at least 1.");

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use arctern::ErrorKind;
 use arctern::client::{CallOptions, Client, Continuation, Outcome};
-use arctern::server::McpServer;
-use arctern::server::extract::{Args, Json};
+use arctern::server::extract::Args;
+use arctern::server::{Json, McpServer};
 use arctern::types::prompts::PromptMessage;
 use arctern::types::tools::{CallToolResult, StructuredError};
 use schemars::JsonSchema;
