@@ -143,6 +143,9 @@ pub struct ServerConfig {
     /// Makes each multi round-trip flow complete at most once (needs sealing; see
     /// [`OneTimeStore`]). Off by default.
     pub one_time: Option<Arc<dyn OneTimeStore>>,
+    /// Runs tools as tasks (the tasks extension; advertised in `server/discover` when set).
+    /// Off by default; an [`McpServer`](super::McpServer) with a task tool turns it on.
+    pub tasks: Option<super::tasks::TaskConfig>,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -160,6 +163,7 @@ impl fmt::Debug for ServerConfig {
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
             .field("one_time", &self.one_time.is_some())
+            .field("tasks", &self.tasks)
             .finish()
     }
 }
@@ -195,6 +199,7 @@ impl ServerConfig {
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
             one_time: None,
+            tasks: None,
         }
     }
 
@@ -276,6 +281,12 @@ impl ServerConfig {
     /// fixed request-state error. Needs request-state sealing.
     pub fn one_time_store(mut self, store: impl OneTimeStore) -> Self {
         self.one_time = Some(Arc::new(store));
+        self
+    }
+
+    /// Runs tools as tasks with `tasks` (see [`tasks`](super::tasks)).
+    pub fn tasks(mut self, tasks: super::tasks::TaskConfig) -> Self {
+        self.tasks = Some(tasks);
         self
     }
 }
