@@ -4,6 +4,10 @@ pub mod mrtr {
     #![doc = include_str!("../docs/mrtr.md")]
 }
 
+pub mod tasks {
+    #![doc = include_str!("../docs/tasks.md")]
+}
+
 pub mod request_state {
     #![doc = include_str!("../docs/request-state.md")]
 }

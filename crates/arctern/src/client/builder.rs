@@ -59,6 +59,7 @@ pub struct ClientBuilder {
     probe_timeout: Duration,
     discover: bool,
     cache: Option<usize>,
+    tasks: bool,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -99,7 +100,17 @@ impl ClientBuilder {
             probe_timeout: super::DEFAULT_PROBE_TIMEOUT,
             discover: true,
             cache: None,
+            tasks: true,
         }
+    }
+
+    /// Whether the client declares the tasks extension (`io.modelcontextprotocol/tasks`) on
+    /// its requests, so that a server may make a `tools/call` a task (on by default).
+    /// [`Client::call_tool`](super::Client::call_tool) then follows the task to its end;
+    /// [`Client::start_tool`](super::Client::start_tool) hands it over.
+    pub fn tasks(mut self, declare: bool) -> Self {
+        self.tasks = declare;
+        self
     }
 
     /// The client's name in `clientInfo`.
@@ -309,7 +320,13 @@ impl ClientBuilder {
                 "offer at least one protocol version of the era the client speaks",
             ));
         }
-        let capabilities = self.handlers.caps.to_client_capabilities();
+        let mut capabilities = self.handlers.caps.to_client_capabilities();
+        if self.tasks {
+            capabilities.extensions.get_or_insert_default().insert(
+                arctern_types::tasks::EXTENSION_ID.to_owned(),
+                serde_json::json!({}),
+            );
+        }
         let codec =
             |e| Error::new(ErrorKind::Codec, "could not encode the client envelope").with_source(e);
         let capabilities_raw = serde_json::value::to_raw_value(&capabilities).map_err(codec)?;

@@ -249,6 +249,12 @@ impl Client {
                 )
                 .into_error(ErrorKind::InputRequired));
             }
+            wire::Kind::Task => {
+                return Err(Error::new(
+                    ErrorKind::Codec,
+                    format!("the server answered {method} with a task"),
+                ));
+            }
             wire::Kind::Unknown(t) => {
                 return Err(Error::new(
                     ErrorKind::Codec,

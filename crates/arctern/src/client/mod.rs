@@ -11,6 +11,7 @@ mod lists;
 mod mrtr;
 mod negotiate;
 mod notify;
+mod tasks;
 mod transport;
 mod wire;
 
@@ -34,8 +35,9 @@ pub use crate::Outcome;
 pub use builder::{ClientBuilder, DEFAULT_MAX_ROUNDS};
 pub use error::{InputRequiredError, InputRequiredReason, VersionError};
 pub use handler::{ClientHandler, HandlerCapabilities, Input, InputOrigin};
-pub use mrtr::{CallOptions, Continuation};
+pub use mrtr::{CallOptions, Continuation, TaskStatusFn};
 pub use notify::{LogFn, ProgressFn, ServerNotification, Subscription};
+pub use tasks::ToolStart;
 pub use transport::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
 
 /// The Streamable HTTP client transport (also at [`crate::transport::http::client`]).

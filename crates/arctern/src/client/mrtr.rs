@@ -116,7 +116,12 @@ pub struct CallOptions {
     pub(crate) timeout: Option<Duration>,
     pub(crate) observer: Observer,
     pub(crate) resume: Option<Continuation>,
+    pub(crate) task_status: Option<TaskStatusFn>,
 }
+
+/// Called with a task's state whenever its status message changes (see
+/// [`CallOptions::on_task_status`]).
+pub type TaskStatusFn = Arc<dyn Fn(&arctern_types::tasks::Task) + Send + Sync>;
 
 impl std::fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -126,6 +131,7 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("observer", &self.observer)
             .field("resume", &self.resume)
+            .field("task_status", &self.task_status.is_some())
             .finish()
     }
 }
@@ -163,6 +169,16 @@ impl CallOptions {
         f: impl Fn(arctern_types::progress::ProgressNotificationParams) + Send + Sync + 'static,
     ) -> Self {
         self.observer.progress = Some(Arc::new(f) as ProgressFn);
+        self
+    }
+
+    /// Called while the call runs as a task (the tasks extension), each time the server
+    /// reports a new status message (progress, what it waits for).
+    pub fn on_task_status(
+        mut self,
+        f: impl Fn(&arctern_types::tasks::Task) + Send + Sync + 'static,
+    ) -> Self {
+        self.task_status = Some(Arc::new(f));
         self
     }
 
@@ -253,6 +269,16 @@ pub(crate) fn read_round<T: serde::de::DeserializeOwned>(
                 );
             }
             Outcome::InputRequired(irr)
+        }
+        // Only `tools/call` may become a task.
+        Kind::Task if matches!(target, Target::Tool { .. }) => {
+            Outcome::Task(wire::decode(&raw, "task")?)
+        }
+        Kind::Task => {
+            return Err(Error::new(
+                ErrorKind::Codec,
+                format!("the server answered {} with a task", target.what()),
+            ));
         }
         Kind::Unknown(t) => {
             return Err(InputRequiredError::new(
@@ -629,13 +655,35 @@ impl Client {
         read_round(raw, target)
     }
 
-    /// The automatic loop. Returns the complete result, and its raw JSON when it answered a
-    /// first attempt (the only kind the cache may keep).
+    /// The automatic loop, following a task to its end. Returns the complete result, and
+    /// its raw JSON when it answered a first attempt (the only kind the cache may keep).
     pub(super) async fn drive<T: DeserializeOwned>(
         &self,
         target: Target<'_>,
-        mut options: CallOptions,
+        options: CallOptions,
     ) -> Result<(T, Option<Box<RawValue>>)> {
+        let origin = Arc::new(target.origin());
+        let status = options.clone();
+        match self.drive_until_task::<T>(target, options).await? {
+            Driven::Complete(value, raw) => Ok((value, raw)),
+            Driven::Task(task) => {
+                let result = self.follow_task(&task.task, origin, &status).await?;
+                let value =
+                    serde_json::from_value(serde_json::Value::Object(result)).map_err(|e| {
+                        Error::new(ErrorKind::Codec, "the task's result does not decode")
+                            .with_source(e)
+                    })?;
+                Ok((value, None))
+            }
+        }
+    }
+
+    /// The automatic loop up to a complete result or a task.
+    pub(super) async fn drive_until_task<T: DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+        mut options: CallOptions,
+    ) -> Result<Driven<T>> {
         let max_rounds = options.max_rounds.unwrap_or(self.inner.max_rounds);
         let deadline = options
             .deadline
@@ -657,9 +705,10 @@ impl Client {
             .await?;
             let irr = match round.outcome {
                 Outcome::Complete(value) => {
-                    return Ok((value, first.then_some(round.raw)));
+                    return Ok(Driven::Complete(value, first.then_some(round.raw)));
                 }
                 Outcome::InputRequired(irr) => irr,
+                Outcome::Task(task) => return Ok(Driven::Task(Box::new(task))),
                 _ => {
                     return Err(Error::new(
                         ErrorKind::InputRequired,
@@ -712,8 +761,16 @@ impl Client {
     }
 }
 
+/// Where the automatic loop stopped.
+pub(super) enum Driven<T> {
+    /// The complete result, and its raw JSON for a first attempt.
+    Complete(T, Option<Box<RawValue>>),
+    /// A task.
+    Task(Box<arctern_types::tasks::CreateTaskResult>),
+}
+
 /// Tool arguments as a JSON object (`None` for `null`).
-fn tool_arguments(name: &str, arguments: impl Serialize) -> Result<Option<JsonObject>> {
+pub(super) fn tool_arguments(name: &str, arguments: impl Serialize) -> Result<Option<JsonObject>> {
     match to_json(arguments, "tool", name)? {
         Value::Null => Ok(None),
         Value::Object(map) => Ok(Some(map)),

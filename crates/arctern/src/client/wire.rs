@@ -198,6 +198,8 @@ struct Peek<'a> {
 pub(crate) enum Kind {
     Complete,
     InputRequired,
+    /// A task (the tasks extension).
+    Task,
     Unknown(String),
 }
 
@@ -219,6 +221,7 @@ pub(crate) fn result_kind(raw: &RawValue) -> Result<Kind> {
         None => Kind::Complete,
         Some(t) if t == ResultType::COMPLETE.as_str() => Kind::Complete,
         Some(t) if t == ResultType::INPUT_REQUIRED.as_str() => Kind::InputRequired,
+        Some(t) if t == ResultType::TASK.as_str() => Kind::Task,
         Some(t) => Kind::Unknown(t.to_owned()),
     })
 }

@@ -147,6 +147,9 @@ pub struct ServerConfig {
     /// Makes each multi round-trip flow complete at most once (needs sealing; see
     /// [`OneTimeStore`]). Off by default.
     pub one_time: Option<Arc<dyn OneTimeStore>>,
+    /// Runs tools as tasks (the tasks extension; advertised in `server/discover` when set).
+    /// Off by default; an [`McpServer`](super::McpServer) with a task tool turns it on.
+    pub tasks: Option<super::tasks::TaskConfig>,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -165,6 +168,7 @@ impl fmt::Debug for ServerConfig {
             .field("middleware", &self.middleware.len())
             .field("change_bus", &self.change_bus)
             .field("one_time", &self.one_time.is_some())
+            .field("tasks", &self.tasks)
             .finish()
     }
 }
@@ -201,6 +205,7 @@ impl ServerConfig {
             middleware: Vec::new(),
             change_bus: Arc::new(LocalChangeBus::default()),
             one_time: None,
+            tasks: None,
         }
     }
 
@@ -289,6 +294,12 @@ impl ServerConfig {
     /// fixed request-state error. Needs request-state sealing.
     pub fn one_time_store(mut self, store: impl OneTimeStore) -> Self {
         self.one_time = Some(Arc::new(store));
+        self
+    }
+
+    /// Runs tools as tasks with `tasks` (see [`tasks`](super::tasks)).
+    pub fn tasks(mut self, tasks: super::tasks::TaskConfig) -> Self {
+        self.tasks = Some(tasks);
         self
     }
 }

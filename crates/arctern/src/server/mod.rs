@@ -17,6 +17,7 @@
 //! | this one | writing a server: [`McpServer`], [`RequestContext`], [`Handler`], configuration |
 //! | [`extract`] | handler parameters: [`Args`](extract::Args), [`State`](extract::State), and writing your own extractor |
 //! | [`mrtr`] | multi round-trip requests: questions, answers, limits |
+//! | [`tasks`] | long-running tools: the tasks extension, task handles, task stores |
 //! | [`middleware`] | code around every handler call, on both eras |
 //! | [`connection`] | writing a transport: [`Connection`](connection::Connection), [`Reply`](connection::Reply) |
 
@@ -36,6 +37,7 @@ pub mod connection;
 pub mod extract;
 pub mod middleware;
 pub mod mrtr;
+pub mod tasks;
 
 pub use crate::Outcome;
 pub use config::{CacheHint, CachePolicy, PrincipalHook, ServerConfig};

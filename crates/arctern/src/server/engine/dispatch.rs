@@ -37,8 +37,13 @@ use crate::server::listed::{ListResult, Listed, ListedForm};
 use crate::server::middleware::{self, Call, Next, Request, Response};
 use crate::server::mrtr::{Claim, OneTimeStore, Round};
 use crate::server::note_channel;
+use crate::server::tasks::{TaskAccess, declares_extension, missing_extension};
 use crate::server::wire::{WireParams, WireResult};
 use crate::state::{FlowId, RejectReason, StateBinding, StateRejection};
+use arctern_types::result::EmptyResult;
+use arctern_types::tasks::{
+    CancelTaskRequestParams, GetTaskRequestParams, GetTaskResult, UpdateTaskRequestParams,
+};
 
 /// Buffer of request-scoped messages before a slow client pushes back on the handler.
 const NOTIFICATION_BUFFER: usize = 64;
@@ -192,6 +197,9 @@ impl<H: Handler> Server<H> {
             Method::ResourceTemplatesList => call!(Request::ListResourceTemplates),
             Method::ResourcesRead => call!(Request::ReadResource),
             Method::Complete => call!(Request::Complete),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
+                self.serve_task(id, resolved, raw, origin).await
+            }
         }
     }
 
@@ -529,22 +537,21 @@ impl<H: Handler> Server<H> {
         mrtr: &dyn crate::server::wire::MrtrParams,
         seed: &Seed,
     ) -> StateBinding {
-        let extensions = &seed.origin.extensions;
-        let principal = match extensions.get::<Principal>() {
-            Some(p) => Some(p.0.clone()),
-            None => self
-                .inner
-                .config
-                .principal
-                .as_ref()
-                .and_then(|hook| (hook.0)(extensions)),
-        };
+        let principal = self.principal_of(&seed.origin.extensions);
         StateBinding::new(method.name(), mrtr.target(), mrtr.args_digest())
             .with_principal_opt(principal.as_deref())
     }
 
     /// The context of a request (the one request context builder, for both eras).
     fn context(&self, seed: Seed, round: Round) -> RequestContext {
+        let tasks = match (&self.inner.tasks, seed.method, seed.era) {
+            (Some(runtime), Method::ToolsCall, Era::Modern) => Some(TaskAccess {
+                runtime: runtime.clone(),
+                principal: self.principal_of(&seed.origin.extensions),
+                declared: declares_extension(&seed.meta),
+            }),
+            _ => None,
+        };
         let Seed {
             id,
             method,
@@ -569,6 +576,7 @@ impl<H: Handler> Server<H> {
                 last_progress: AtomicU64::new(u64::MAX),
                 round,
                 legacy,
+                tasks,
             }),
         }
     }
@@ -593,6 +601,85 @@ impl<H: Handler> Server<H> {
             },
             round,
         )
+    }
+
+    /// `tasks/get`, `tasks/update` and `tasks/cancel`, which the server answers itself
+    /// (the method table offers them only when the server runs tasks).
+    async fn serve_task(
+        &self,
+        id: RequestId,
+        method: Method,
+        raw: Option<&RawValue>,
+        origin: RequestOrigin,
+    ) -> Reply {
+        let Some(runtime) = self.inner.tasks.clone() else {
+            return Reply::response(encode_error(
+                Some(&id),
+                &ErrorObject::method_not_found(method.name()),
+            ));
+        };
+        macro_rules! read {
+            ($p:ty) => {
+                match self.read_params::<$p>(&Served::Modern, method, raw, &origin) {
+                    Ok(read) => read,
+                    Err(reply) => return reply(id),
+                }
+            };
+        }
+        let principal = self.principal_of(&origin.extensions);
+        let principal = principal.as_deref();
+        let answered = match method {
+            Method::TasksGet => {
+                let (params, meta) = read!(GetTaskRequestParams);
+                match declared(&meta) {
+                    Err(e) => Err(e),
+                    Ok(()) => runtime
+                        .get(&params.task_id, principal)
+                        .await
+                        .map(|task| self.encode_result(&id, GetTaskResult::new(task))),
+                }
+            }
+            Method::TasksUpdate => {
+                let (params, meta) = read!(UpdateTaskRequestParams);
+                match declared(&meta) {
+                    Err(e) => Err(e),
+                    Ok(()) => runtime
+                        .update(&params.task_id, principal, params.input_responses)
+                        .await
+                        .map(|()| self.encode_result(&id, EmptyResult::default())),
+                }
+            }
+            _ => {
+                let (params, meta) = read!(CancelTaskRequestParams);
+                match declared(&meta) {
+                    Err(e) => Err(e),
+                    Ok(()) => runtime
+                        .cancel(&params.task_id, principal)
+                        .await
+                        .map(|()| self.encode_result(&id, EmptyResult::default())),
+                }
+            }
+        };
+        match answered {
+            Ok(body) => Reply::response(body),
+            // A missing extension is an envelope error, as on `tools/call`.
+            Err(e) if e.code.is_modern_envelope_error() => invalid(Some(&id), &e),
+            Err(e) => Reply::response(encode_error(Some(&id), &e)),
+        }
+    }
+
+    /// The principal a request is made by: the one an authentication layer placed in its
+    /// extensions, or the server's principal hook's.
+    fn principal_of(&self, extensions: &http::Extensions) -> Option<String> {
+        match extensions.get::<Principal>() {
+            Some(p) => Some(p.0.clone()),
+            None => self
+                .inner
+                .config
+                .principal
+                .as_ref()
+                .and_then(|hook| (hook.0)(extensions)),
+        }
     }
 
     /// `server/discover`, which the server answers itself.
@@ -708,6 +795,7 @@ impl<H: Handler> Server<H> {
         match outcome {
             Outcome::Complete(result) => self.encode_value(id, result, hint),
             Outcome::InputRequired(ask) => self.encode_result(id, ask),
+            Outcome::Task(task) => self.encode_result(id, task),
             _ => encode_error(
                 Some(id),
                 &ErrorObject::internal_error("The handler returned a result of an unknown type"),
@@ -792,6 +880,15 @@ fn session_method<H: Handler>(
         Ok(()) => encode_empty(&id),
         Err(e) => encode_error(Some(&id), &e),
     })
+}
+
+/// `-32021` unless the request declared the tasks extension.
+fn declared(meta: &RequestMeta) -> Result<(), ErrorObject> {
+    if declares_extension(meta) {
+        Ok(())
+    } else {
+        Err(missing_extension())
+    }
 }
 
 fn invalid(id: Option<&RequestId>, error: &ErrorObject) -> Reply {

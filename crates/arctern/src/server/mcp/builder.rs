@@ -23,6 +23,7 @@ use crate::server::context::RequestContext;
 use crate::server::engine::Server;
 use crate::server::middleware::Middleware;
 use crate::server::mrtr::MrtrLimits;
+use crate::server::tasks::TaskConfig;
 use crate::state::{KeyRing, StateSealer};
 
 /// Builds a server from plain async functions: tools, prompts, resources and resource
@@ -179,6 +180,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// its flow completed is refused with the fixed request-state error.
     pub fn one_time_store(mut self, store: impl crate::server::mrtr::OneTimeStore) -> Self {
         self.parts.config.one_time = Some(Arc::new(store));
+        self
+    }
+
+    /// Runs task tools ([`ToolSpec::task`]) with `tasks`: where tasks are kept, how long they
+    /// live, how many run at once. A server with a task tool and no such call gets
+    /// [`TaskConfig::default`] (tasks in memory).
+    pub fn tasks(mut self, tasks: TaskConfig) -> Self {
+        self.parts.config.tasks = Some(tasks);
         self
     }
 
@@ -392,6 +401,9 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         }
         let sealing = sealer.is_some();
         let mut config = this.config;
+        if config.tasks.is_none() && this.registry.tools.values().any(|t| t.def.task.is_some()) {
+            config.tasks = Some(TaskConfig::default());
+        }
         config.request_state = sealer;
         let r = &this.registry;
         let caps = &mut config.capabilities;

@@ -34,6 +34,7 @@ use crate::server::listed::Listed;
 use crate::server::mirror::MirroredParam;
 use crate::server::mrtr::InputState;
 use crate::server::subscriptions::ChangeNotifier;
+use crate::server::tasks::{self, TaskSeat, TaskSupport};
 
 /// The [`Handler`] an [`McpServer`](super::McpServer) builds. Reach it with
 /// [`Server::handler`](crate::server::Server::handler) to add or remove tools, prompts and
@@ -268,10 +269,10 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         ctx: RequestContext,
         params: CallToolRequestParams,
     ) -> HandlerResult<Outcome<CallToolResult>> {
-        let handler = {
+        let (handler, support) = {
             let registry = self.inner.registry.load();
             match registry.tools.get(&params.name) {
-                Some(entry) => entry.handler.clone(),
+                Some(entry) => (entry.handler.clone(), entry.def.task),
                 None => {
                     return Err(ErrorObject::invalid_params(format!(
                         "Unknown tool: {}",
@@ -281,8 +282,19 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
                 }
             }
         };
+        let seat = match (support, ctx.inner.tasks.as_ref()) {
+            (Some(_), Some(access)) if access.declared => Some(TaskSeat {
+                runtime: access.runtime.clone(),
+                live: access
+                    .runtime
+                    .prepare(access.principal.clone(), params.name.clone())?,
+            }),
+            (Some(TaskSupport::Required), _) => return Err(tasks::missing_extension()),
+            _ => None,
+        };
         let input = InputState::new(params.input_responses, params.request_state);
-        let parts = CallParts::new(ctx, CallKind::Tool, params.name, params.arguments, input);
+        let mut parts = CallParts::new(ctx, CallKind::Tool, params.name, params.arguments, input);
+        parts.task = seat;
         handler.call(parts, self.inner.state.clone(), None).await
     }
 

@@ -44,6 +44,7 @@ use std::fmt;
 pub use builder::McpServer;
 pub use completion::{CompletionRequest, IntoCompletion};
 pub use handler::McpHandler;
+pub(crate) use handler_fn::BoxFuture;
 pub use handler_fn::HandlerFn;
 pub use prompt::{IntoPromptResult, PromptSpec};
 pub use resource::{Blob, IntoReadResult, ResourceSpec, ResourceTemplateSpec};

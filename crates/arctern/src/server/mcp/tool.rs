@@ -14,6 +14,7 @@ use crate::Outcome;
 use crate::server::extract::{MrtrStyle, Rejection, Signature, schema_for};
 use crate::server::handler::HandlerResult;
 use crate::server::mirror::MirroredParam;
+use crate::server::tasks::TaskSupport;
 
 /// What a tool handler returns, turned into a `tools/call` result.
 ///
@@ -136,6 +137,7 @@ where
 pub struct ToolSpec {
     pub(crate) tool: Tool,
     pub(crate) explicit_input_schema: bool,
+    pub(crate) task: Option<TaskSupport>,
 }
 
 impl ToolSpec {
@@ -148,7 +150,18 @@ impl ToolSpec {
         ToolSpec {
             tool,
             explicit_input_schema: false,
+            task: None,
         }
+    }
+
+    /// Runs the tool as a task (the tasks extension): a client that declares the extension
+    /// gets a task to poll unless the work finishes at once; with
+    /// [`TaskSupport::Required`], a client that does not gets `-32021`. The handler may take
+    /// a [`TaskHandle`](crate::server::tasks::TaskHandle). Registering a task tool turns the
+    /// server's tasks on (see [`McpServer::tasks`](crate::server::McpServer::tasks)).
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        self.task = Some(support);
+        self
     }
 
     /// Behaviour hints (read-only, destructive, idempotent, open-world).
@@ -184,6 +197,8 @@ pub(crate) struct ToolDef {
     pub(crate) tool: Tool,
     /// The arguments mirrored into `Mcp-Param-*` headers, if any.
     pub(crate) mirrored: Option<Arc<[MirroredParam]>>,
+    /// Whether it runs as a task.
+    pub(crate) task: Option<TaskSupport>,
 }
 
 impl Kind for Tools {
@@ -260,6 +275,7 @@ where
         def: ToolDef {
             tool,
             mirrored: (!mirrored.is_empty()).then(|| mirrored.into()),
+            task: spec.task,
         },
         handler,
         asks,
