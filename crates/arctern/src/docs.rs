@@ -12,3 +12,8 @@ pub mod request_state {
 pub mod authorization {
     #![doc = include_str!("../docs/authorization.md")]
 }
+
+#[cfg(feature = "otel")]
+pub mod observability {
+    #![doc = include_str!("../docs/observability.md")]
+}

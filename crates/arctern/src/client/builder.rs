@@ -59,6 +59,8 @@ pub struct ClientBuilder {
     probe_timeout: Duration,
     discover: bool,
     cache: Option<usize>,
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::otel::ClientTelemetry>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -99,6 +101,8 @@ impl ClientBuilder {
             probe_timeout: super::DEFAULT_PROBE_TIMEOUT,
             discover: true,
             cache: None,
+            #[cfg(feature = "otel")]
+            telemetry: Some(crate::otel::ClientTelemetry::global()),
         }
     }
 
@@ -276,6 +280,14 @@ impl ClientBuilder {
         self
     }
 
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ClientTelemetry>>) -> Self {
+        self.telemetry = telemetry.into();
+        self
+    }
+
     /// Turns the cache on with room for `entries` responses.
     pub fn cache_capacity(mut self, entries: usize) -> Self {
         self.cache = Some(entries);
@@ -357,6 +369,8 @@ impl ClientBuilder {
                 hub,
                 in_flight: InFlight::default(),
                 listener: std::sync::Mutex::new(None),
+                #[cfg(feature = "otel")]
+                telemetry: self.telemetry,
             }
         });
         Ok(Client { inner })

@@ -143,6 +143,10 @@ pub struct ServerConfig {
     /// Makes each multi round-trip flow complete at most once (needs sealing; see
     /// [`OneTimeStore`]). Off by default.
     pub one_time: Option<Arc<dyn OneTimeStore>>,
+    /// OpenTelemetry spans and metrics (feature `otel`): on by default, through the global
+    /// providers; `None` turns them off.
+    #[cfg(feature = "otel")]
+    pub telemetry: Option<crate::otel::ServerTelemetry>,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -160,7 +164,7 @@ impl fmt::Debug for ServerConfig {
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
             .field("one_time", &self.one_time.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -195,6 +199,8 @@ impl ServerConfig {
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
             one_time: None,
+            #[cfg(feature = "otel")]
+            telemetry: Some(crate::otel::ServerTelemetry::global()),
         }
     }
 
@@ -268,6 +274,14 @@ impl ServerConfig {
     /// incoming `requestState` is verified.
     pub fn seal_request_state(mut self, sealer: StateSealer) -> Self {
         self.request_state = Some(sealer);
+        self
+    }
+
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ServerTelemetry>>) -> Self {
+        self.telemetry = telemetry.into();
         self
     }
 
