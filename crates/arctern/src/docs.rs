@@ -21,3 +21,8 @@ pub mod authorization {
 pub mod fleet {
     #![doc = include_str!("../docs/fleet.md")]
 }
+
+#[cfg(feature = "otel")]
+pub mod observability {
+    #![doc = include_str!("../docs/observability.md")]
+}

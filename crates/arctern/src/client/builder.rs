@@ -60,6 +60,8 @@ pub struct ClientBuilder {
     discover: bool,
     cache: Option<usize>,
     tasks: bool,
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::otel::ClientTelemetry>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -101,6 +103,8 @@ impl ClientBuilder {
             discover: true,
             cache: None,
             tasks: true,
+            #[cfg(feature = "otel")]
+            telemetry: Some(crate::otel::ClientTelemetry::global()),
         }
     }
 
@@ -287,6 +291,14 @@ impl ClientBuilder {
         self
     }
 
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ClientTelemetry>>) -> Self {
+        self.telemetry = telemetry.into();
+        self
+    }
+
     /// Turns the cache on with room for `entries` responses.
     pub fn cache_capacity(mut self, entries: usize) -> Self {
         self.cache = Some(entries);
@@ -374,6 +386,8 @@ impl ClientBuilder {
                 hub,
                 in_flight: InFlight::default(),
                 listener: std::sync::Mutex::new(None),
+                #[cfg(feature = "otel")]
+                telemetry: self.telemetry,
             }
         });
         Ok(Client { inner })

@@ -60,6 +60,13 @@ pub struct Continuation {
     /// The previous round's `requestState`, byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
+    /// The flow's W3C `traceparent`, so that whoever resumes the flow continues its trace
+    /// (with the `otel` feature, [`after`](Self::after) takes it from the current span).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The flow's W3C `tracestate`, with [`traceparent`](Self::traceparent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 impl Continuation {
@@ -68,12 +75,34 @@ impl Continuation {
         Continuation::default()
     }
 
-    /// The retry after `round`: its `requestState` (if any) echoed, no answers yet.
+    /// The retry after `round`: its `requestState` (if any) echoed, no answers yet. With
+    /// the `otel` feature it also carries the current span's trace context (the
+    /// application's span around the flow), which the resumed round continues.
     pub fn after(round: &InputRequiredResult) -> Self {
-        Continuation {
+        #[allow(unused_mut)]
+        let mut next = Continuation {
             input_responses: None,
             request_state: round.request_state.clone(),
+            traceparent: None,
+            tracestate: None,
+        };
+        #[cfg(feature = "otel")]
+        {
+            next = next.with_trace_context(&opentelemetry::Context::current());
         }
+        next
+    }
+
+    /// Carries the trace context of `cx` (feature `otel`): the round sent with this
+    /// continuation is parented to it when no span is current there.
+    #[cfg(feature = "otel")]
+    pub fn with_trace_context(mut self, cx: &opentelemetry::Context) -> Self {
+        let fields = crate::otel::TraceFields::inject(cx);
+        if fields.traceparent.is_some() {
+            self.traceparent = fields.traceparent;
+            self.tracestate = fields.tracestate;
+        }
+        self
     }
 
     /// Adds an answer under `key`.
@@ -97,6 +126,16 @@ impl Continuation {
     /// Whether this is a first attempt.
     pub fn is_empty(&self) -> bool {
         self.input_responses.is_none() && self.request_state.is_none()
+    }
+
+    /// The trace context carried, as `_meta` fields.
+    #[cfg(feature = "otel")]
+    pub(crate) fn trace_fields(&self) -> crate::otel::TraceFields {
+        crate::otel::TraceFields {
+            traceparent: self.traceparent.clone(),
+            tracestate: self.tracestate.clone(),
+            baggage: None,
+        }
     }
 
     pub(crate) fn retry(&self) -> Retry<'_> {
@@ -429,7 +468,7 @@ impl Client {
             arguments: arguments.as_ref(),
         };
         let round = self
-            .round::<CallToolResult>(&target, continuation.retry(), &CallOptions::new())
+            .round_resumed::<CallToolResult>(&target, &continuation)
             .await?;
         Ok(round.outcome)
     }
@@ -482,7 +521,7 @@ impl Client {
             arguments: arguments.as_ref(),
         };
         let round = self
-            .round::<GetPromptResult>(&target, continuation.retry(), &CallOptions::new())
+            .round_resumed::<GetPromptResult>(&target, &continuation)
             .await?;
         Ok(round.outcome)
     }
@@ -529,7 +568,7 @@ impl Client {
     ) -> Result<Outcome<ReadResourceResult>> {
         let target = Target::Resource { uri };
         let round = self
-            .round::<ReadResourceResult>(&target, continuation.retry(), &CallOptions::new())
+            .round_resumed::<ReadResourceResult>(&target, &continuation)
             .await?;
         Ok(round.outcome)
     }
@@ -598,12 +637,31 @@ impl Client {
         }
     }
 
-    /// Sends one round.
+    /// Sends one round of a manual flow: under the trace context the continuation
+    /// carries, when no span is current.
+    async fn round_resumed<T: DeserializeOwned>(
+        &self,
+        target: &Target<'_>,
+        continuation: &Continuation,
+    ) -> Result<Round<T>> {
+        let options = CallOptions::new();
+        let round = self.round::<T>(target, continuation.retry(), &options, None);
+        #[cfg(feature = "otel")]
+        let round = {
+            let fields = continuation.trace_fields();
+            let (parent, _) = crate::otel::resumed_parent(Some(&fields));
+            opentelemetry::trace::FutureExt::with_context(round, parent)
+        };
+        round.await
+    }
+
+    /// Sends one round (`number`: its place in the automatic loop).
     pub(super) async fn round<T: DeserializeOwned>(
         &self,
         target: &Target<'_>,
         retry: Retry<'_>,
         options: &CallOptions,
+        number: Option<u32>,
     ) -> Result<Round<T>> {
         let observer = Observer::merged(&options.observer, &self.inner.observer);
         let raw = match *target {
@@ -620,6 +678,7 @@ impl Client {
                     tool: Some((name, arguments)),
                     observer: &observer,
                     timeout: options.timeout,
+                    round: number,
                 })
                 .await?
             }
@@ -636,6 +695,7 @@ impl Client {
                     tool: None,
                     observer: &observer,
                     timeout: options.timeout,
+                    round: number,
                 })
                 .await?
             }
@@ -648,6 +708,7 @@ impl Client {
                     tool: None,
                     observer: &observer,
                     timeout: options.timeout,
+                    round: number,
                 })
                 .await?
             }
@@ -657,14 +718,44 @@ impl Client {
 
     /// The automatic loop, following a task to its end. Returns the complete result, and
     /// its raw JSON when it answered a first attempt (the only kind the cache may keep).
+    /// With the `otel` feature the flow runs in a span of its own, each round's span under it.
     pub(super) async fn drive<T: DeserializeOwned>(
         &self,
         target: Target<'_>,
         options: CallOptions,
     ) -> Result<(T, Option<Box<RawValue>>)> {
+        let mut sent = 0u32;
+        #[cfg(feature = "otel")]
+        {
+            let resumed = options.resume.as_ref().map(Continuation::trace_fields);
+            let flow = crate::otel::FlowSpan::start(
+                self.inner.telemetry.as_ref(),
+                target.method(),
+                target.name(),
+                resumed.as_ref(),
+            );
+            let cx = flow.context();
+            let outcome = opentelemetry::trace::FutureExt::with_context(
+                self.drive_rounds(target, options, &mut sent),
+                cx,
+            )
+            .await;
+            flow.finish(&outcome, sent);
+            outcome
+        }
+        #[cfg(not(feature = "otel"))]
+        self.drive_rounds(target, options, &mut sent).await
+    }
+
+    async fn drive_rounds<T: DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+        options: CallOptions,
+        sent: &mut u32,
+    ) -> Result<(T, Option<Box<RawValue>>)> {
         let origin = Arc::new(target.origin());
         let status = options.clone();
-        match self.drive_until_task::<T>(target, options).await? {
+        match self.drive_until_task::<T>(target, options, sent).await? {
             Driven::Complete(value, raw) => Ok((value, raw)),
             Driven::Task(task) => {
                 let result = self.follow_task(&task.task, origin, &status).await?;
@@ -683,6 +774,7 @@ impl Client {
         &self,
         target: Target<'_>,
         mut options: CallOptions,
+        sent: &mut u32,
     ) -> Result<Driven<T>> {
         let max_rounds = options.max_rounds.unwrap_or(self.inner.max_rounds);
         let deadline = options
@@ -696,11 +788,12 @@ impl Client {
         let mut backoff = Backoff::new();
         let mut last: Option<InputRequiredResult> = None;
         loop {
+            *sent += 1;
             let round: Round<T> = within(
                 deadline,
                 &last,
                 rounds,
-                self.round(&target, continuation.retry(), &options),
+                self.round(&target, continuation.retry(), &options, Some(rounds)),
             )
             .await?;
             let irr = match round.outcome {
@@ -756,6 +849,7 @@ impl Client {
             continuation = Continuation {
                 input_responses: responses,
                 request_state: irr.request_state.clone(),
+                ..Continuation::default()
             };
         }
     }

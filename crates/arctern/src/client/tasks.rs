@@ -71,7 +71,7 @@ impl Client {
             arguments: arguments.as_ref(),
         };
         match self
-            .drive_until_task::<CallToolResult>(target, options)
+            .drive_until_task::<CallToolResult>(target, options, &mut 0)
             .await?
         {
             super::mrtr::Driven::Complete(result, _) => Ok(ToolStart::Complete(result)),

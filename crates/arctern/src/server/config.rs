@@ -150,6 +150,10 @@ pub struct ServerConfig {
     /// Runs tools as tasks (the tasks extension; advertised in `server/discover` when set).
     /// Off by default; an [`McpServer`](super::McpServer) with a task tool turns it on.
     pub tasks: Option<super::tasks::TaskConfig>,
+    /// OpenTelemetry spans and metrics (feature `otel`): on by default, through the global
+    /// providers; `None` turns them off.
+    #[cfg(feature = "otel")]
+    pub telemetry: Option<crate::otel::ServerTelemetry>,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -169,7 +173,7 @@ impl fmt::Debug for ServerConfig {
             .field("change_bus", &self.change_bus)
             .field("one_time", &self.one_time.is_some())
             .field("tasks", &self.tasks)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -206,6 +210,8 @@ impl ServerConfig {
             change_bus: Arc::new(LocalChangeBus::default()),
             one_time: None,
             tasks: None,
+            #[cfg(feature = "otel")]
+            telemetry: Some(crate::otel::ServerTelemetry::global()),
         }
     }
 
@@ -286,6 +292,14 @@ impl ServerConfig {
     /// incoming `requestState` is verified.
     pub fn seal_request_state(mut self, sealer: StateSealer) -> Self {
         self.request_state = Some(sealer);
+        self
+    }
+
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ServerTelemetry>>) -> Self {
+        self.telemetry = telemetry.into();
         self
     }
 

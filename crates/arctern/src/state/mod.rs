@@ -61,7 +61,8 @@
 //! 1     principal flag: 0 none, 1 bound; if 1:
 //!   8   random salt
 //!   16  SHA-256(label ‖ salt ‖ SHA-256(label ‖ principal)), truncated
-//! …     payload: round, handler state, carried answers (JSON), question pins
+//! …     payload: round, handler state, flow id and start, the first round's trace
+//!       context (trace id, span id, flags), carried answers (JSON), question pins
 //! ```
 //!
 //! Fields an attacker can choose freely (target, arguments) get full 256-bit digests; the
@@ -101,7 +102,7 @@ pub use envelope::{
 pub use key::{
     KeyError, KeyId, KeyRing, MAX_KEY_ID_LEN, MAX_KEY_MATERIAL_LEN, MIN_KEY_MATERIAL_LEN, StateKey,
 };
-pub use payload::{Flow, FlowId, InvalidFlowId, StatePayload};
+pub use payload::{Flow, FlowId, FlowTrace, InvalidFlowId, StatePayload};
 #[cfg(unix)]
 pub use reload::ReloadOnSignal;
 pub use reload::{KeySource, ReloadableKeyRing};

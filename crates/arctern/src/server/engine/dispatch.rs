@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::boundary::{Boundary, Carried, NextRound, malformed_state};
 use super::encode::{encode_empty, encode_error, encode_legacy_result, encode_legacy_shared};
 use super::envelope::envelope_only;
+use super::observe::{Observation, target_kind};
 use super::{Method, Server};
 use crate::Era;
 use crate::Outcome;
@@ -58,7 +59,7 @@ pub(crate) enum Served {
 }
 
 impl Served {
-    fn era(&self) -> Era {
+    pub(crate) fn era(&self) -> Era {
         match self {
             Served::Modern => Era::Modern,
             Served::Legacy(_) => Era::Legacy,
@@ -156,6 +157,27 @@ impl<H: Handler> Server<H> {
             id, method, params, ..
         } = request;
         let raw = params.as_deref();
+        let mut obs = self.observe(era, origin.transport, &method, &id);
+        let reply = self
+            .route(era, id, &method, raw, origin, scope, &mut obs)
+            .await;
+        // A call that reached the handler path took the observation along with its answer.
+        obs.finish_reply(&reply, raw);
+        reply
+    }
+
+    /// Routes a request to its method.
+    #[allow(clippy::too_many_arguments)]
+    async fn route(
+        &self,
+        era: &Served,
+        id: RequestId,
+        method: &str,
+        raw: Option<&RawValue>,
+        origin: RequestOrigin,
+        scope: Scope<'_>,
+        obs: &mut Observation,
+    ) -> Reply {
         // An HTTP request must name its protocol version in a header.
         if let (Served::Modern, Some(h)) = (era, origin.headers.as_ref())
             && h.protocol_version.is_none()
@@ -165,15 +187,15 @@ impl<H: Handler> Server<H> {
                 &ErrorObject::header_mismatch("Missing MCP-Protocol-Version header"),
             );
         }
-        let resolved = Method::parse(&method, era.era())
-            .filter(|m| m.allowed(&self.inner.config.capabilities));
+        let resolved =
+            Method::parse(method, era.era()).filter(|m| m.allowed(&self.inner.config.capabilities));
         let Some(resolved) = resolved else {
-            return self.unknown_method(era, id, &method, raw, &origin);
+            return self.unknown_method(era, id, method, raw, &origin);
         };
         // A method the handler serves: its params, wrapped for the middleware and handler.
         macro_rules! call {
             ($request:path) => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, $request)
+                self.serve_call(era, id, resolved, raw, origin, &scope, obs, $request)
                     .await
             };
         }
@@ -187,7 +209,7 @@ impl<H: Handler> Server<H> {
             | Method::Unsubscribe => match era {
                 Served::Legacy(session) => session_method(self, session, id, resolved, raw),
                 // The table gives these methods to legacy sessions only.
-                Served::Modern => self.unknown_method(era, id, &method, raw, &origin),
+                Served::Modern => self.unknown_method(era, id, method, raw, &origin),
             },
             Method::ToolsList => call!(Request::ListTools),
             Method::ToolsCall => call!(Request::CallTool),
@@ -243,12 +265,19 @@ impl<H: Handler> Server<H> {
         raw: Option<&RawValue>,
         origin: RequestOrigin,
         scope: &Scope<'_>,
+        obs: &mut Observation,
         wrap: fn(P) -> Request,
     ) -> Reply {
         let (params, meta) = match self.read_params::<P>(era, method, raw, &origin) {
             Ok(read) => read,
             Err(reply) => return reply(id),
         };
+        // From here the answer comes from the future below, which ends the observation.
+        let mut obs = std::mem::take(obs);
+        if let (Some(kind), Some(target)) = (target_kind(method), params.mirrored_name()) {
+            obs.target(kind, target);
+        }
+        obs.envelope(&meta);
         let (sink, rx) = if method.may_notify() {
             let (tx, rx) = note_channel::channel(NOTIFICATION_BUFFER);
             (Some(NotificationSink::new(tx)), Some(rx))
@@ -283,8 +312,15 @@ impl<H: Handler> Server<H> {
             // client went away or cancelled), so work the handler spawned hears about it.
             let cancel_on_drop = seed.cancel.clone().drop_guard();
             let id = seed.id.clone();
-            let answered = this.call(&era, seed, params, wrap).await;
+            let answered = this.call(&era, seed, params, wrap, &mut obs).await;
             cancel_on_drop.disarm();
+            match &answered {
+                Ok(response) => {
+                    obs.answered(response.is_input_required(), response.is_tool_error())
+                }
+                Err(Refused::Invalid(e) | Refused::Error(e)) => obs.failed(e),
+            }
+            obs.finish();
             match answered {
                 Ok(response) => (this.encode(&era, &id, response), MessageKind::Response),
                 Err(Refused::Invalid(e)) => (encode_error(Some(&id), &e), MessageKind::Invalid),
@@ -382,6 +418,7 @@ impl<H: Handler> Server<H> {
         seed: Seed,
         mut params: P,
         wrap: fn(P) -> Request,
+        obs: &mut Observation,
     ) -> Result<Response, Refused> {
         let binding = match (era, params.mrtr(), &self.inner.config.request_state) {
             (Served::Modern, Some(mrtr), Some(_)) => Some(self.binding(seed.method, mrtr, &seed)),
@@ -394,21 +431,44 @@ impl<H: Handler> Server<H> {
             }
             _ => Boundary::Open,
         };
-        let (round, carried) = match params.mrtr() {
-            Some(mrtr) => boundary.open(mrtr, None).map_err(Refused::Invalid)?,
+        let (round, mut carried) = match params.mrtr() {
+            Some(mrtr) => match boundary.open(mrtr, None) {
+                Ok((round, carried)) => {
+                    // A first round's flow is minted only if it asks for input.
+                    let started = (round.number() > 0).then(|| round.flow_started()).flatten();
+                    obs.round(round.number(), started, carried.trace);
+                    (round, carried)
+                }
+                Err(rejection) => {
+                    obs.rejected(rejection.reason());
+                    return Err(Refused::Invalid(rejection.to_error_object()));
+                }
+            },
             None => (Round::default(), Carried::default()),
         };
         let request = wrap(params);
         match era {
             Served::Legacy(session) if request_is_mrtr(&request) => {
-                self.legacy_rounds(session, seed, request, round, carried)
+                obs.instrument(self.legacy_rounds(session, seed, request, round, carried))
                     .await
             }
             _ => {
                 let client = client_capabilities(&seed.meta);
-                let claim = self.claim_flow(&boundary, &round).await?;
+                let claim = match self.claim_flow(&boundary, &round).await {
+                    Ok(claim) => claim,
+                    Err(refused) => {
+                        if let Refused::Invalid(_) = refused {
+                            obs.rejected(RejectReason::Replayed);
+                        }
+                        return Err(refused);
+                    }
+                };
                 let ctx = self.context(seed, round);
-                let mut answered = self.invoke(ctx.clone(), request).await;
+                let mut answered = obs.instrument(self.invoke(ctx.clone(), request)).await;
+                if carried.trace.is_none() && matches!(&answered, Ok(r) if r.is_input_required()) {
+                    // Later rounds link to this first one.
+                    carried.trace = obs.first_round_trace();
+                }
                 if let Ok(response) = &mut answered
                     && let Some(ask) = response.input_required_mut()
                     && let Err(e) =
@@ -500,7 +560,7 @@ impl<H: Handler> Server<H> {
             *mrtr.input_responses_mut() = Some(responses);
             (round, carried) = Boundary::Legacy
                 .open(mrtr, Some(next))
-                .map_err(Refused::Error)?;
+                .map_err(|rejection| Refused::Error(rejection.to_error_object()))?;
             // The shim's own state goes back in through `open`; answers are now merged.
         }
     }

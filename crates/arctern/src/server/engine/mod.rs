@@ -13,6 +13,7 @@ mod dispatch;
 mod encode;
 mod envelope;
 mod method;
+mod observe;
 
 use std::fmt;
 use std::sync::Arc;

@@ -56,6 +56,9 @@ pub(crate) struct LegacySession {
     /// the server shutting down): ends the change forwarder and every request of the session.
     pub(crate) cancel: CancellationToken,
     outbound: Outbound,
+    /// Records the session's duration when it ends (feature `otel`).
+    #[cfg(feature = "otel")]
+    clock: Option<crate::otel::SessionClock>,
 }
 
 impl fmt::Debug for LegacySession {
@@ -86,7 +89,22 @@ impl LegacySession {
             next_id: AtomicI64::new(1),
             cancel,
             outbound,
+            #[cfg(feature = "otel")]
+            clock: None,
         }
+    }
+
+    /// Times the session for `mcp.server.session.duration`.
+    #[cfg(feature = "otel")]
+    pub(crate) fn timed(mut self, telemetry: Option<&crate::otel::ServerTelemetry>) -> Self {
+        self.clock = telemetry.map(|t| {
+            crate::otel::SessionClock::start(
+                t,
+                self.version.as_str(),
+                crate::server::connection::TransportKind::Other,
+            )
+        });
+        self
     }
 
     /// The envelope of a request on this session: what `initialize` negotiated stands in for

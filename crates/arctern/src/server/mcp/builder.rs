@@ -175,6 +175,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ServerTelemetry>>) -> Self {
+        self.parts.config.telemetry = telemetry.into();
+        self
+    }
+
     /// Makes each multi round-trip flow complete at most once (see
     /// [`OneTimeStore`](crate::server::mrtr::OneTimeStore)): a round presented again after
     /// its flow completed is refused with the fixed request-state error.
