@@ -78,7 +78,8 @@ fn flows_cross_instances_that_share_only_the_key_service() {
         let r1 = call(&a, 1, &args);
         assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");
         let mut retry = args.clone();
-        retry["inputResponses"] = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+        retry["inputResponses"] =
+            json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
         retry["requestState"] = r1["result"]["requestState"].clone();
         let r2 = call(&b, 2, &retry);
         let text = r2["result"]["content"][0]["text"]
@@ -94,7 +95,8 @@ fn flows_cross_instances_that_share_only_the_key_service() {
     let stranger = start("ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=");
     let r1 = call(&a, 3, &args);
     let mut retry = args.clone();
-    retry["inputResponses"] = json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    retry["inputResponses"] =
+        json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
     retry["requestState"] = r1["result"]["requestState"].clone();
     let refused = call(&stranger, 4, &retry);
     assert_eq!(

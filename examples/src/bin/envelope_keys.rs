@@ -36,21 +36,23 @@ struct Transfer {
     to: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct Confirm {
-    /// Send it?
-    ok: bool,
-}
+/// The confirmation, asked with the amount and the recipient from the call's arguments.
+struct Confirm;
 
 impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Send the transfer?"))
+    type Args = Transfer;
+    type Answer = bool;
+    fn ask(cx: &AskContext<'_, Transfer>) -> Result<Ask<bool>, NotYet> {
+        let t = cx.args();
+        Ok(Ask::confirm(
+            "confirm",
+            format!("Send {} cents to {}?", t.amount, t.to),
+        ))
     }
 }
 
-async fn transfer(Args(t): Args<Transfer>, Answer(c): Answer<Confirm>) -> String {
-    if c.ok {
+async fn transfer(Args(t): Args<Transfer>, Answer(ok): Answer<Confirm>) -> String {
+    if ok {
         format!(
             "Sent {} cents to {} (finished by process {}).",
             t.amount,

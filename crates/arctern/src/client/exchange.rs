@@ -361,13 +361,14 @@ impl Client {
     }
 }
 
-/// Whether a raw result is `input_required` (`None`: an unknown result type).
+/// A raw result's `resultType`, as the span attribute names it.
 #[cfg(feature = "otel")]
-pub(crate) fn result_type_of(raw: &RawValue) -> Option<bool> {
-    match wire::result_kind(raw).ok()? {
-        wire::Kind::InputRequired => Some(true),
-        wire::Kind::Complete => Some(false),
-        wire::Kind::Unknown(_) => None,
+pub(crate) fn result_type_of(raw: &RawValue) -> &'static str {
+    match wire::result_kind(raw) {
+        Ok(wire::Kind::InputRequired) => "input_required",
+        Ok(wire::Kind::Complete) => "complete",
+        Ok(wire::Kind::Task) => "task",
+        Ok(wire::Kind::Unknown(_)) | Err(_) => "unknown",
     }
 }
 

@@ -149,6 +149,7 @@ impl Client {
             params: &params,
             name: Some(task_id),
             tool: None,
+            round: None,
             observer: &observer,
             timeout: self.inner.request_timeout,
         })

@@ -230,11 +230,7 @@ impl ClientObservation {
         match outcome {
             Ok(raw) => {
                 if mrtr {
-                    let kind = match crate::client::result_type_of(raw) {
-                        Some(true) => "input_required",
-                        Some(false) => "complete",
-                        None => "unknown",
-                    };
+                    let kind = crate::client::result_type_of(raw);
                     o.attributes.push(KeyValue::new(attr::RESULT_TYPE, kind));
                 }
                 if crate::client::is_tool_error_result(raw) {
