@@ -29,6 +29,7 @@ mod listed;
 mod mcp;
 mod mirror;
 mod note_channel;
+mod scope;
 mod subscriptions;
 mod wire;
 
@@ -50,6 +51,7 @@ pub use mcp::{
     RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate, UriTemplateError,
 };
 pub use mirror::MirroredParam;
+pub use scope::InsufficientScope;
 pub use subscriptions::{Change, ChangeNotifier};
 
 #[cfg(feature = "http")]

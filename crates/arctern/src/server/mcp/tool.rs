@@ -136,6 +136,7 @@ where
 pub struct ToolSpec {
     pub(crate) tool: Tool,
     pub(crate) explicit_input_schema: bool,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl ToolSpec {
@@ -148,6 +149,7 @@ impl ToolSpec {
         ToolSpec {
             tool,
             explicit_input_schema: false,
+            scopes: Vec::new(),
         }
     }
 
@@ -235,6 +237,7 @@ where
     if let Err(why) = super::validate_name(&name) {
         return Err(format!("tool {name:?}: {why}"));
     }
+    super::scopes::check_declared(&spec.scopes, &format!("tool {name:?}"))?;
     let (handler, signature) = erase::<Tools, _, _, _>(&format!("tool {name:?}"), handler)?;
     let asks = signature.uses_dependency_form();
     let mut tool = spec.tool;
@@ -263,5 +266,6 @@ where
         },
         handler,
         asks,
+        scopes: spec.scopes.into(),
     })
 }
