@@ -48,11 +48,13 @@ class Introspection:
         async with httpx2.AsyncClient() as http:
             response = await http.post(self.endpoint, data={"token": token}, auth=INTROSPECTION_CLIENT)
         if response.status_code != 200:
+            print(f"introspection answered {response.status_code}: {response.text}", file=sys.stderr)
             return None
         claims: dict[str, Any] = response.json()
         audience = claims.get("aud")
         audiences = audience if isinstance(audience, list) else [audience]
         if not claims.get("active") or self.resource not in audiences:
+            print(f"refused a token: {claims}", file=sys.stderr)
             return None
         return AccessToken(
             token=token,
