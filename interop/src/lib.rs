@@ -5,7 +5,14 @@
 //! * `tests/python_server.rs`: arctern's [`Client`](arctern::client::Client) against
 //!   `python/server.py`, an `MCPServer` on the Python SDK;
 //! * `tests/python_client.rs`: `python/client.py`, the Python SDK's `Client`, against
-//!   [`server()`] served by the `interop-server` binary.
+//!   [`server()`] served by the `interop-server` binary;
+//! * `tests/python_oauth_client.rs`: `python/oauth_client.py`, the Python SDK's client with
+//!   its OAuth support, against [`protected_server()`] behind arctern's protected-resource
+//!   layer and an in-process test authorization server (`interop-server --http-auth`):
+//!   discovery, registration, PKCE, a scope step-up, then a multi round-trip flow;
+//! * `tests/python_oauth_server.rs`: arctern's OAuth client against
+//!   `python/protected_server.py`, protected by the Python SDK's resource-server support
+//!   (tokens from arctern's test authorization server, checked by introspection).
 //!
 //! Both servers offer the same kinds of things: plain tools, a tool that asks two questions
 //! in two rounds (the second depends on the first answer), a tool that samples the client's
