@@ -14,7 +14,11 @@
 //! answers `input_required`, each question is answered in turn: from `--answer KEY=VALUE` or
 //! `--decline KEY` when given (see [`answers`]), otherwise in an interactive terminal form
 //! built from the question's `requestedSchema` (see [`form`]), with accept, decline and
-//! cancel. A URL question shows the full URL and its domain and opens nothing without
+//! cancel. Choices show their options by title (by value when they have none) and are picked
+//! with the arrow keys; `--answer` takes an option's value or title and is checked against
+//! the options offered before it is sent. When the server asks a question again because it
+//! did not accept an answer, its reason is shown (and a refused `--answer` stops the
+//! command). A URL question shows the full URL and its domain and opens nothing without
 //! consent. Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused
 //! without it; roots come from `--root`. Progress notifications draw progress bars and log
 //! messages print on stderr; results print on stdout, images and audio are saved to files.
@@ -36,7 +40,7 @@
 //! | --- | --- |
 //! | 0 | success |
 //! | 1 | the tool ran and reported an error (`isError`) |
-//! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` |
+//! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` (or one the server did not accept) |
 //! | 3 | connection or protocol failure: the server could not be reached or started, answered with a JSON-RPC error, or timed out |
 //! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), or a declined or cancelled question that kept the request from completing |
 //! | 5 | a local step failed: the sampling command, or saving a file |
@@ -44,7 +48,6 @@
 
 mod answers;
 mod args;
-mod demo;
 mod exit;
 mod fields;
 mod form;
@@ -61,8 +64,8 @@ use std::sync::Arc;
 
 use arctern::client::Client;
 use arctern::transport::http::HttpServer;
+use arctern_cli::demo;
 use clap::{Args, Parser, Subcommand};
-use serde_json::Value;
 
 use crate::exit::{Exit, Failure};
 use crate::output::Format;
@@ -74,7 +77,7 @@ Exit codes:
   0    success
   1    the tool ran and reported an error (isError)
   2    usage error: bad flags, an argument that does not fit the tool's schema, an unknown
-       tool or prompt, a malformed or unfitting --answer
+       tool or prompt, a malformed or unfitting --answer (or one the server did not accept)
   3    connection or protocol failure: the server could not be reached or started,
        answered with a JSON-RPC error, or timed out
   4    input required but not given: a question with no --answer when stdin is not a
@@ -91,9 +94,12 @@ Answering without a terminal:
   JSON object of the form's fields:  --answer region='{\"region\":\"eu-west-1\"}'
   When the form has exactly one field, the value alone works too:  --answer region=eu-west-1
   (text as is; numbers; true/false; an option's value or title; a comma-separated list or
-  JSON array for a multi-select). Fields left out take their default. URL questions take
-  accept, decline or cancel. --decline KEY declines. A question without either, when stdin
-  is not a terminal, fails at once with exit code 4, naming its key and expected schema.";
+  JSON array for a multi-select). Fields left out take their default. An answer is checked
+  against the question before it is sent (the options offered, bounds, formats): one that
+  does not fit fails with exit code 2, and so does one the server asks again for, with the
+  server's reason. URL questions take accept, decline or cancel. --decline KEY declines. A
+  question without either, when stdin is not a terminal, fails at once with exit code 4,
+  naming its key and expected schema.";
 
 #[derive(Parser)]
 #[command(
@@ -335,6 +341,7 @@ async fn serve(port: u16, stdio: bool, format: Format) -> Result<(), Box<dyn std
     eprintln!("Try it from another terminal:");
     eprintln!("  {arctern} call {url} provision --arg name=orders");
     eprintln!("  {arctern} call {url} provision --arg name=orders --answer region=eu-west-1");
+    eprintln!("  {arctern} call {url} book_hotel --arg city=Oslo");
     eprintln!("  {arctern} tools {url}");
     eprintln!("Or point any MCP client (protocol 2026-07-28) at {url}.");
     eprintln!("Press Ctrl-C to stop.");
@@ -432,7 +439,7 @@ async fn call(a: CallArgs, format: Format) -> Result<Exit, Failure> {
     let arguments =
         args::build(&tool.input_schema, a.json.as_deref(), &a.args).map_err(Failure::usage)?;
     let what = format!("calling tool {tool_name:?}");
-    let result = client.call_tool(&tool_name, Value::Object(arguments)).await;
+    let result = client.call_tool(&tool_name, &arguments).await;
     let _ = client.close().await;
     let result = match result {
         Ok(r) => r,
@@ -514,7 +521,7 @@ async fn prompt(a: PromptArgs, format: Format) -> Result<Exit, Failure> {
     let found = inspect::find_prompt(&prompts, &name)?;
     let arguments = inspect::prompt_arguments(found, &a.args)?;
     let what = format!("getting prompt {name:?}");
-    let result = client.get_prompt(&name, arguments).await;
+    let result = client.get_prompt(&name, &arguments).await;
     let _ = client.close().await;
     let result = match result {
         Ok(r) => r,

@@ -316,9 +316,14 @@ pub(crate) async fn within<F: std::future::Future<Output = Result<T>>, T>(
 impl Client {
     // ---------------------------------------------------------------- MRTR methods
 
-    /// Calls a tool, answering every round of input the server asks for. `arguments` is a
-    /// JSON object, or `null` for none.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+    /// Calls a tool, answering every round of input the server asks for.
+    ///
+    /// `arguments` is anything that serializes to a JSON object — a struct deriving
+    /// `Serialize`, a map, `json!({..})` — or to `null` for none (`()`). Anything else, or
+    /// a value that fails to serialize, fails the call before anything is sent. A tool's own
+    /// failure is data, not an error: check [`CallToolResult::is_tool_error`], or take
+    /// [`call_tool_json`](Self::call_tool_json) for a typed result.
+    pub async fn call_tool(&self, name: &str, arguments: impl Serialize) -> Result<CallToolResult> {
         self.call_tool_with(name, arguments, CallOptions::new())
             .await
     }
@@ -327,14 +332,56 @@ impl Client {
     pub async fn call_tool_with(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         options: CallOptions,
     ) -> Result<CallToolResult> {
-        let arguments = object_arguments(arguments)?;
-        let target = Target::Tool {
-            name,
-            arguments: arguments.as_ref(),
-        };
+        let arguments = tool_arguments(name, arguments)?;
+        self.call_tool_object(name, arguments.as_ref(), options)
+            .await
+    }
+
+    /// Calls a tool and decodes its structured output (`structuredContent`) into `T`: the
+    /// typed form of [`call_tool`](Self::call_tool), as `.json::<T>()` is for an HTTP
+    /// response.
+    ///
+    /// Fails with [`ErrorKind::Tool`] when the tool reports an error (`isError`), and with
+    /// [`ErrorKind::Codec`] when the result has no `structuredContent` or it does not decode
+    /// into `T`; the error's [`source`](std::error::Error::source) is then a
+    /// [`StructuredError`](arctern_types::tools::StructuredError) with the details (the
+    /// whole result, for a tool error). With per-call options, or to keep the whole result,
+    /// call [`call_tool_with`](Self::call_tool_with) and then
+    /// [`CallToolResult::json`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: arctern::client::Client) -> arctern::Result<()> {
+    /// #[derive(serde::Serialize)]
+    /// struct Query<'a> { city: &'a str }
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Forecast { high: f64, rain: bool }
+    ///
+    /// let forecast: Forecast = client.call_tool_json("forecast", Query { city: "Oslo" }).await?;
+    /// println!("{} °C, rain: {}", forecast.high, forecast.rain);
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_tool_json<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<T> {
+        let result = self.call_tool(name, arguments).await?;
+        result
+            .json()
+            .map_err(|e| Error::structured(e, format!("tool {name:?}")))
+    }
+
+    async fn call_tool_object(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        options: CallOptions,
+    ) -> Result<CallToolResult> {
+        let target = Target::Tool { name, arguments };
         let (result, _) = self.drive::<CallToolResult>(target, options).await?;
         self.note_server_info(result.meta.as_ref());
         Ok(result)
@@ -342,14 +389,15 @@ impl Client {
 
     /// Sends one round of a tool call: the complete result, or the server's
     /// `input_required` answer. Pass [`Continuation::new`] for a first attempt; for a retry,
-    /// the answers and the state of the previous round.
+    /// the answers and the state of the previous round. `arguments` as for
+    /// [`call_tool`](Self::call_tool).
     pub async fn call_tool_once(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         continuation: Continuation,
     ) -> Result<Outcome<CallToolResult>> {
-        let arguments = object_arguments(arguments)?;
+        let arguments = tool_arguments(name, arguments)?;
         let target = Target::Tool {
             name,
             arguments: arguments.as_ref(),
@@ -360,9 +408,14 @@ impl Client {
         Ok(round.outcome)
     }
 
-    /// Gets a prompt, answering every round of input the server asks for. `arguments` is a
-    /// JSON object of strings, or `null` for none.
-    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
+    /// Gets a prompt, answering every round of input the server asks for. `arguments` is
+    /// anything that serializes to a JSON object of strings (a struct of `String` fields, a
+    /// map, `json!({..})`), or to `null` for none (`()`).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<GetPromptResult> {
         self.get_prompt_with(name, arguments, CallOptions::new())
             .await
     }
@@ -371,14 +424,20 @@ impl Client {
     pub async fn get_prompt_with(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         options: CallOptions,
     ) -> Result<GetPromptResult> {
-        let arguments = string_arguments(arguments)?;
-        let target = Target::Prompt {
-            name,
-            arguments: arguments.as_ref(),
-        };
+        let arguments = prompt_arguments(name, arguments)?;
+        self.get_prompt_map(name, arguments.as_ref(), options).await
+    }
+
+    async fn get_prompt_map(
+        &self,
+        name: &str,
+        arguments: Option<&BTreeMap<String, String>>,
+        options: CallOptions,
+    ) -> Result<GetPromptResult> {
+        let target = Target::Prompt { name, arguments };
         let (result, _) = self.drive::<GetPromptResult>(target, options).await?;
         self.note_server_info(result.meta.as_ref());
         Ok(result)
@@ -388,10 +447,10 @@ impl Client {
     pub async fn get_prompt_once(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         continuation: Continuation,
     ) -> Result<Outcome<GetPromptResult>> {
-        let arguments = string_arguments(arguments)?;
+        let arguments = prompt_arguments(name, arguments)?;
         let target = Target::Prompt {
             name,
             arguments: arguments.as_ref(),
@@ -653,19 +712,27 @@ impl Client {
     }
 }
 
-fn object_arguments(arguments: Value) -> Result<Option<JsonObject>> {
-    match arguments {
+/// Tool arguments as a JSON object (`None` for `null`).
+fn tool_arguments(name: &str, arguments: impl Serialize) -> Result<Option<JsonObject>> {
+    match to_json(arguments, "tool", name)? {
         Value::Null => Ok(None),
         Value::Object(map) => Ok(Some(map)),
         other => Err(Error::new(
             ErrorKind::Config,
-            format!("tool arguments must be a JSON object, not {other}"),
+            format!(
+                "the arguments of tool {name:?} must be a JSON object, not {}",
+                json_kind(&other)
+            ),
         )),
     }
 }
 
-fn string_arguments(arguments: Value) -> Result<Option<BTreeMap<String, String>>> {
-    match arguments {
+/// Prompt arguments as a map of strings (`None` for `null`).
+fn prompt_arguments(
+    name: &str,
+    arguments: impl Serialize,
+) -> Result<Option<BTreeMap<String, String>>> {
+    match to_json(arguments, "prompt", name)? {
         Value::Null => Ok(None),
         Value::Object(map) => map
             .into_iter()
@@ -673,15 +740,43 @@ fn string_arguments(arguments: Value) -> Result<Option<BTreeMap<String, String>>
                 Value::String(s) => Ok((k, s)),
                 other => Err(Error::new(
                     ErrorKind::Config,
-                    format!("prompt argument {k:?} must be a string, not {other}"),
+                    format!(
+                        "argument {k:?} of prompt {name:?} must be a string, not {}",
+                        json_kind(&other)
+                    ),
                 )),
             })
             .collect::<Result<BTreeMap<_, _>>>()
             .map(Some),
         other => Err(Error::new(
             ErrorKind::Config,
-            format!("prompt arguments must be a JSON object of strings, not {other}"),
+            format!(
+                "the arguments of prompt {name:?} must be a JSON object of strings, not {}",
+                json_kind(&other)
+            ),
         )),
+    }
+}
+
+fn to_json(arguments: impl Serialize, kind: &str, name: &str) -> Result<Value> {
+    serde_json::to_value(arguments).map_err(|e| {
+        Error::new(
+            ErrorKind::Codec,
+            format!("the arguments of {kind} {name:?} do not serialize to JSON"),
+        )
+        .with_source(e)
+    })
+}
+
+/// What a JSON value is, for messages (never the value itself, which may be large).
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -696,6 +791,75 @@ mod tests {
         assert_eq!(ms, [50, 100, 200, 250, 250]);
         b.reset();
         assert_eq!(b.next_delay().as_millis(), 50);
+    }
+
+    #[test]
+    fn arguments_serialize_to_an_object_or_nothing() {
+        #[derive(Serialize)]
+        struct Trip<'a> {
+            city: &'a str,
+            nights: u8,
+        }
+        let args = tool_arguments(
+            "book",
+            Trip {
+                city: "Oslo",
+                nights: 2,
+            },
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            Value::Object(args),
+            serde_json::json!({"city": "Oslo", "nights": 2})
+        );
+        assert_eq!(tool_arguments("t", ()).unwrap(), None);
+        assert_eq!(tool_arguments("t", Value::Null).unwrap(), None);
+        assert!(
+            tool_arguments("t", serde_json::json!({}))
+                .unwrap()
+                .unwrap()
+                .is_empty()
+        );
+
+        let e = tool_arguments("t", [1, 2]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert_eq!(
+            e.to_string(),
+            "the arguments of tool \"t\" must be a JSON object, not an array"
+        );
+        // A value serde_json cannot represent: an error, never a panic.
+        let bad: BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let e = tool_arguments("t", bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Codec);
+        assert!(
+            e.to_string()
+                .starts_with("the arguments of tool \"t\" do not serialize to JSON: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn prompt_arguments_are_strings() {
+        let map = prompt_arguments(
+            "p",
+            [("topic", "MRTR")].into_iter().collect::<BTreeMap<_, _>>(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(map["topic"], "MRTR");
+        assert_eq!(prompt_arguments("p", ()).unwrap(), None);
+        let e = prompt_arguments("p", serde_json::json!({"n": 3})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "argument \"n\" of prompt \"p\" must be a string, not a number"
+        );
+        let e = prompt_arguments("p", "topic").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("JSON object of strings, not a string"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -222,13 +222,13 @@ impl Ask<String> {
         options: impl IntoIterator<Item = O>,
     ) -> Self {
         let key = key.into();
-        let options: Vec<Choice> = options.into_iter().map(Into::into).collect();
-        let field = if options.iter().any(|o| o.title.is_some()) {
-            TitledSingleSelectEnumSchema::new(options.into_iter().map(titled)).into()
-        } else {
-            UntitledSingleSelectEnumSchema::new(options.into_iter().map(|o| o.value)).into()
-        };
-        let question = form_with_options(&key, message, field);
+        let question = form_with_options(
+            &key,
+            message,
+            options,
+            |titled| TitledSingleSelectEnumSchema::new(titled).into(),
+            |values| UntitledSingleSelectEnumSchema::new(values).into(),
+        );
         Ask::new(key, question, read_text)
     }
 
@@ -258,13 +258,13 @@ impl Ask<Vec<String>> {
         options: impl IntoIterator<Item = O>,
     ) -> Self {
         let key = key.into();
-        let options: Vec<Choice> = options.into_iter().map(Into::into).collect();
-        let field = if options.iter().any(|o| o.title.is_some()) {
-            TitledMultiSelectEnumSchema::new(options.into_iter().map(titled)).into()
-        } else {
-            UntitledMultiSelectEnumSchema::new(options.into_iter().map(|o| o.value)).into()
-        };
-        let question = form_with_options(&key, message, field);
+        let question = form_with_options(
+            &key,
+            message,
+            options,
+            |titled| TitledMultiSelectEnumSchema::new(titled).into(),
+            |values| UntitledMultiSelectEnumSchema::new(values).into(),
+        );
         Ask::new(key, question, read_choices)
     }
 
@@ -360,29 +360,24 @@ fn titled(option: Choice) -> (String, String) {
     (option.value, title)
 }
 
-fn form_with_options(
+/// A one-field form offering `options`: titled when any option has a title, so the user
+/// sees every title; an empty list is an error, since nothing could be answered.
+fn form_with_options<O: Into<Choice>>(
     key: &str,
     message: impl Into<String>,
-    field: PrimitiveSchemaDefinition,
+    options: impl IntoIterator<Item = O>,
+    titled_field: impl FnOnce(Vec<(String, String)>) -> PrimitiveSchemaDefinition,
+    untitled_field: impl FnOnce(Vec<String>) -> PrimitiveSchemaDefinition,
 ) -> Result<InputRequest, Arc<str>> {
-    let empty = match &field {
-        PrimitiveSchemaDefinition::Enum(EnumSchema::SingleSelect(
-            SingleSelectEnumSchema::Untitled(s),
-        )) => s.options.is_empty(),
-        PrimitiveSchemaDefinition::Enum(EnumSchema::SingleSelect(
-            SingleSelectEnumSchema::Titled(s),
-        )) => s.one_of.is_empty(),
-        PrimitiveSchemaDefinition::Enum(EnumSchema::MultiSelect(
-            MultiSelectEnumSchema::Untitled(s),
-        )) => s.items.options.is_empty(),
-        PrimitiveSchemaDefinition::Enum(EnumSchema::MultiSelect(
-            MultiSelectEnumSchema::Titled(s),
-        )) => s.items.any_of.is_empty(),
-        _ => false,
-    };
-    if empty {
+    let options: Vec<Choice> = options.into_iter().map(Into::into).collect();
+    if options.is_empty() {
         return Err(Arc::from(format!("the choice {key:?} offers no options")));
     }
+    let field = if options.iter().any(|o| o.title.is_some()) {
+        titled_field(options.into_iter().map(titled).collect())
+    } else {
+        untitled_field(options.into_iter().map(|o| o.value).collect())
+    };
     let schema = RequestedSchema::new().required(key, field);
     Ok(InputRequest::elicit_form(message, schema))
 }
