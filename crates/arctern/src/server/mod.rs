@@ -30,6 +30,7 @@ mod listed;
 mod mcp;
 mod mirror;
 mod note_channel;
+mod scope;
 mod subscriptions;
 mod wire;
 
@@ -52,6 +53,7 @@ pub use mcp::{
     RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate, UriTemplateError,
 };
 pub use mirror::MirroredParam;
+pub use scope::InsufficientScope;
 pub use subscriptions::{
     Change, ChangeBus, ChangeNotifier, ChangeReceiver, ChangeRecvError, DEFAULT_CHANGE_BUFFER,
     LocalChangeBus,

@@ -871,6 +871,13 @@ impl<H: Handler> Server<H> {
         method: Method,
         error: ErrorObject,
     ) -> (Bytes, MessageKind) {
+        // A scope refusal is told apart on both eras: HTTP answers it with 403.
+        if crate::server::InsufficientScope::from_error(&error).is_some() {
+            return (
+                encode_error(Some(id), &error),
+                MessageKind::InsufficientScope,
+            );
+        }
         match era {
             Served::Modern => {
                 let kind = if error.code.is_modern_envelope_error() {

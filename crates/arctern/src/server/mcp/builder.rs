@@ -68,6 +68,7 @@ struct BuilderParts<S> {
     page_size: usize,
     enable: Enable,
     sealing: Sealing,
+    hide_unauthorized: bool,
 }
 
 /// How an `McpServer` seals request state.
@@ -125,6 +126,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                     ..Default::default()
                 },
                 sealing: Sealing::Default,
+                hide_unauthorized: false,
             }),
         }
     }
@@ -240,6 +242,17 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// Caching hints for cacheable results.
     pub fn cache_policy(mut self, cache: CachePolicy) -> Self {
         self.parts.config.cache = cache;
+        self
+    }
+
+    /// Whether `tools/list`, `prompts/list`, `resources/list` and
+    /// `resources/templates/list` leave out what the caller's token lacks the declared
+    /// scopes for ([`ToolSpec::scopes`] and the like). Off by default: every caller sees
+    /// everything, and calling what it may not use answers `insufficient_scope`, which
+    /// tells a client what to ask for. On, each caller sees only what it can call, and
+    /// those pages are marked private (not shared between callers).
+    pub fn hide_unauthorized(mut self, hide: bool) -> Self {
+        self.parts.hide_unauthorized = hide;
         self
     }
 
@@ -451,6 +464,17 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 sealing,
             }),
         };
+        #[cfg(not(all(feature = "auth", feature = "http")))]
+        let _ = this.hide_unauthorized;
+        // Scopes are checked before any other middleware sees the call.
+        #[cfg(all(feature = "auth", feature = "http"))]
+        config.middleware.insert(
+            0,
+            Arc::new(super::scopes::ScopeGuard {
+                inner: handler.inner.clone(),
+                hide_unauthorized: this.hide_unauthorized,
+            }),
+        );
         let server = Server::new(handler, config);
         let _ = server
             .handler()

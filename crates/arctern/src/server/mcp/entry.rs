@@ -104,6 +104,8 @@ pub(crate) struct Entry<K: Kind, S> {
     pub(crate) handler: Arc<dyn Erased<K, S>>,
     /// Asks typed questions, whose answers are pinned in sealed request state.
     pub(crate) asks: bool,
+    /// The scopes a caller's token needs to call it (empty: none).
+    pub(crate) scopes: Arc<[String]>,
 }
 
 impl<K: Kind, S> Clone for Entry<K, S> {
@@ -112,6 +114,7 @@ impl<K: Kind, S> Clone for Entry<K, S> {
             def: self.def.clone(),
             handler: self.handler.clone(),
             asks: self.asks,
+            scopes: self.scopes.clone(),
         }
     }
 }

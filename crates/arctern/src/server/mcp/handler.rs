@@ -243,6 +243,12 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         self.inner.registry.load().tools.keys().cloned().collect()
     }
 
+    /// Every OAuth scope the registered tools, prompts and resources declare, each once:
+    /// what a protected resource advertises in `scopes_supported`.
+    pub fn declared_scopes(&self) -> Vec<String> {
+        self.inner.registry.load().declared_scopes()
+    }
+
     /// Names of the registered prompts, in listing order.
     pub fn prompt_names(&self) -> Vec<String> {
         self.inner.registry.load().prompts.keys().cloned().collect()

@@ -138,6 +138,7 @@ pub struct ToolSpec {
     pub(crate) tool: Tool,
     pub(crate) explicit_input_schema: bool,
     pub(crate) task: Option<TaskSupport>,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl ToolSpec {
@@ -151,6 +152,7 @@ impl ToolSpec {
             tool,
             explicit_input_schema: false,
             task: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -250,6 +252,7 @@ where
     if let Err(why) = super::validate_name(&name) {
         return Err(format!("tool {name:?}: {why}"));
     }
+    super::scopes::check_declared(&spec.scopes, &format!("tool {name:?}"))?;
     let (handler, signature) = erase::<Tools, _, _, _>(&format!("tool {name:?}"), handler)?;
     let asks = signature.uses_dependency_form();
     let mut tool = spec.tool;
@@ -279,5 +282,6 @@ where
         },
         handler,
         asks,
+        scopes: spec.scopes.into(),
     })
 }

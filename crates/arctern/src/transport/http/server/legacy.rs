@@ -27,7 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::sse_event;
 use super::negotiate::MCP_PROTOCOL_VERSION;
-use crate::server::connection::{Connection, Reply, ReplyStream, RequestOrigin, TransportKind};
+use crate::server::connection::{
+    Connection, MessageKind, Reply, ReplyStream, RequestOrigin, TransportKind,
+};
 use crate::server::{Handler, Server};
 
 /// `Mcp-Session-Id`.
@@ -427,8 +429,8 @@ fn now_ms() -> u64 {
 
 /// What a legacy POST gets back.
 pub(crate) enum Answer {
-    /// One JSON-RPC message.
-    Message(Bytes),
+    /// One JSON-RPC message, and its kind (a response, or a scope refusal).
+    Message(Bytes, MessageKind),
     /// Nothing (a notification or a response was accepted, or the request was cancelled).
     Accepted,
     /// The request's stream: SSE frames with ids (a priming event first on 2025-11-25),
@@ -458,8 +460,13 @@ pub(crate) async fn serve_message(
     tokio::spawn(async move {
         let _guard = guard;
         match served.await {
-            Reply::Message { body, .. } => {
-                let _ = tx.send(Answer::Message(body));
+            Reply::Message { body, kind } => {
+                // A legacy session answers 200 for everything but a scope refusal (403).
+                let kind = match kind {
+                    MessageKind::InsufficientScope => kind,
+                    _ => MessageKind::Response,
+                };
+                let _ = tx.send(Answer::Message(body, kind));
             }
             Reply::Stream(mut stream) => {
                 let log = task_session.new_stream();

@@ -21,7 +21,7 @@ use super::guard::{Denied, Guard};
 use super::legacy::{self, Route, SessionLimits, Sessions};
 use super::negotiate::{Accepts, is_json_content, mcp_method_is, wire_headers};
 use crate::server::connection::{MessageKind, Reply, RequestOrigin};
-use crate::server::{Handler, Server, encode_error};
+use crate::server::{Handler, InsufficientScope, Server, encode_error};
 use crate::server::{has_modern_envelope, is_legacy_initialize};
 use arctern_types::jsonrpc::JsonRpcMessage;
 
@@ -332,7 +332,9 @@ impl<H: Handler> StreamableHttpService<H> {
                 return json_error(StatusCode::BAD_REQUEST, UNSUPPORTED_LEGACY_VERSION);
             }
             return match legacy::serve_message(&session, message, origin, accepts.sse).await {
-                legacy::Answer::Message(body) => self.respond(Reply::response(body), accepts),
+                legacy::Answer::Message(body, kind) => {
+                    self.respond(Reply::Message { body, kind }, accepts)
+                }
                 legacy::Answer::Accepted => self.respond(Reply::Accepted, accepts),
                 legacy::Answer::Stream(events) if accepts.sse => {
                     self.sse(SseSource::Framed(Some(events)))
@@ -406,6 +408,14 @@ impl<H: Handler> StreamableHttpService<H> {
                 if status == StatusCode::OK && !accepts.json {
                     // The client takes only SSE: one event holding the response.
                     self.sse(SseSource::One(Some(body)))
+                } else if kind == MessageKind::InsufficientScope {
+                    // For the authentication layer in front, which writes the challenge.
+                    let refusal = InsufficientScope::from_response_body(&body);
+                    let mut response = json(status, body);
+                    if let Some(refusal) = refusal {
+                        response.extensions_mut().insert(refusal);
+                    }
+                    response
                 } else {
                     json(status, body)
                 }
@@ -445,6 +455,7 @@ fn status_of(kind: MessageKind) -> StatusCode {
     match kind {
         MessageKind::Invalid => StatusCode::BAD_REQUEST,
         MessageKind::UnknownMethod => StatusCode::NOT_FOUND,
+        MessageKind::InsufficientScope => StatusCode::FORBIDDEN,
         _ => StatusCode::OK,
     }
 }
