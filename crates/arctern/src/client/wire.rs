@@ -349,7 +349,11 @@ mod tests {
         );
         assert_eq!(
             result_kind(&raw(r#"{"resultType":"task"}"#)).unwrap(),
-            Kind::Unknown("task".into())
+            Kind::Task
+        );
+        assert_eq!(
+            result_kind(&raw(r#"{"resultType":"later"}"#)).unwrap(),
+            Kind::Unknown("later".into())
         );
         assert!(result_kind(&raw("[]")).is_err());
     }
