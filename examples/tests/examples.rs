@@ -198,12 +198,13 @@ fn dependency_form_batches_then_asks_the_dependent_question() {
     assert_eq!(asks.keys().collect::<Vec<_>>(), ["hotel"]);
     assert_eq!(asks["hotel"]["params"]["message"], "Which hotel in Lisbon?");
     let mut r3_params = args;
-    r3_params["inputResponses"] = json!({"hotel": accept(json!({"hotel": "Casa Azul"}))});
+    // The answer is the chosen option's value: the hotel's id among those offered.
+    r3_params["inputResponses"] = json!({"hotel": accept(json!({"hotel": "lisbon-0"}))});
     r3_params["requestState"] = r2["result"]["requestState"].clone();
     let r3 = ex.request(3, "tools/call", Some("plan_trip"), r3_params);
     assert_eq!(
         r3["result"]["content"][0]["text"],
-        "Booked Casa Azul in Lisbon from 2027-05-01 for 3 nights."
+        "Booked lisbon-0 in Lisbon from 2027-05-01 for 3 nights."
     );
 }
 
