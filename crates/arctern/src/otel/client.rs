@@ -8,11 +8,11 @@ use std::time::Instant;
 use opentelemetry::global::{self, BoxedTracer};
 use opentelemetry::metrics::{Histogram, Meter, MeterProvider};
 use opentelemetry::trace::{Link, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
-use opentelemetry::{Context, InstrumentationScope, KeyValue};
+use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
 
 use super::{
-    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, SCOPE, TraceFields, attr, names, seconds_since,
+    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, TraceFields, attr, names, seconds_since,
 };
 use crate::{Error, ErrorKind};
 
@@ -76,12 +76,6 @@ impl Instruments {
     }
 }
 
-fn scope() -> InstrumentationScope {
-    InstrumentationScope::builder(SCOPE)
-        .with_version(env!("CARGO_PKG_VERSION"))
-        .build()
-}
-
 impl ClientTelemetry {
     /// Instrumentation through the global tracer and meter providers, as they are when the
     /// client sends its first request (install the SDK before that).
@@ -100,8 +94,7 @@ impl ClientTelemetry {
         P: TracerProvider<Tracer = T>,
         M: MeterProvider,
     {
-        let tracer = BoxedTracer::new(Box::new(tracer_provider.tracer_with_scope(scope())));
-        let meter = meter_provider.meter_with_scope(scope());
+        let (tracer, meter) = super::scoped_instruments(tracer_provider, meter_provider);
         let source = OnceLock::new();
         let _ = source.set(Instruments::new(tracer, &meter));
         ClientTelemetry {
@@ -119,8 +112,7 @@ impl ClientTelemetry {
 
     fn instruments(&self) -> &Instruments {
         self.source.get_or_init(|| {
-            let tracer = global::tracer_with_scope(scope());
-            let meter = global::meter_provider().meter_with_scope(scope());
+            let (tracer, meter) = super::global_instruments();
             Instruments::new(tracer, &meter)
         })
     }

@@ -46,6 +46,47 @@ pub use server::{RemoteParent, ServerTelemetry};
 /// The instrumentation scope of every span and instrument arctern makes.
 pub const SCOPE: &str = "arctern";
 
+/// A tracer and a meter in arctern's scope, from these providers.
+#[cfg(any(feature = "server", feature = "client"))]
+fn scoped_instruments<T, P, M>(
+    tracer_provider: &P,
+    meter_provider: &M,
+) -> (
+    opentelemetry::global::BoxedTracer,
+    opentelemetry::metrics::Meter,
+)
+where
+    T: opentelemetry::trace::Tracer + Send + Sync + 'static,
+    T::Span: Send + Sync + 'static,
+    P: opentelemetry::trace::TracerProvider<Tracer = T>,
+    M: opentelemetry::metrics::MeterProvider,
+{
+    let tracer = opentelemetry::global::BoxedTracer::new(Box::new(
+        tracer_provider.tracer_with_scope(scope()),
+    ));
+    (tracer, meter_provider.meter_with_scope(scope()))
+}
+
+/// A tracer and a meter in arctern's scope, from the global providers as they are now.
+#[cfg(any(feature = "server", feature = "client"))]
+fn global_instruments() -> (
+    opentelemetry::global::BoxedTracer,
+    opentelemetry::metrics::Meter,
+) {
+    (
+        opentelemetry::global::tracer_with_scope(scope()),
+        opentelemetry::global::meter_provider().meter_with_scope(scope()),
+    )
+}
+
+/// arctern's instrumentation scope: its name and version.
+#[cfg(any(feature = "server", feature = "client"))]
+fn scope() -> opentelemetry::InstrumentationScope {
+    opentelemetry::InstrumentationScope::builder(SCOPE)
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build()
+}
+
 /// The bucket boundaries, in seconds, the MCP semantic conventions advise for the operation
 /// and session duration histograms (arctern uses them for flow durations too).
 pub const DURATION_BUCKETS: [f64; 14] = [

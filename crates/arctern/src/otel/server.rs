@@ -13,14 +13,13 @@ use opentelemetry::trace::{
     Link, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId, TraceState,
     Tracer, TracerProvider,
 };
-use opentelemetry::{Context, InstrumentationScope, KeyValue};
+use opentelemetry::{Context, KeyValue};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{
-    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, SCOPE, attr, is_caller_error, names,
-    seconds_since,
+    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, attr, is_caller_error, names, seconds_since,
 };
 use crate::Era;
 use crate::server::connection::{Reply, TransportKind};
@@ -116,12 +115,6 @@ impl Instruments {
     }
 }
 
-fn scope() -> InstrumentationScope {
-    InstrumentationScope::builder(SCOPE)
-        .with_version(env!("CARGO_PKG_VERSION"))
-        .build()
-}
-
 impl ServerTelemetry {
     /// Instrumentation through the global tracer and meter providers, as they are when the
     /// server serves its first request (install the SDK before serving).
@@ -141,8 +134,7 @@ impl ServerTelemetry {
         P: TracerProvider<Tracer = T>,
         M: MeterProvider,
     {
-        let tracer = BoxedTracer::new(Box::new(tracer_provider.tracer_with_scope(scope())));
-        let meter = meter_provider.meter_with_scope(scope());
+        let (tracer, meter) = super::scoped_instruments(tracer_provider, meter_provider);
         let source = OnceLock::new();
         let _ = source.set(Instruments::new(tracer, &meter));
         ServerTelemetry {
@@ -168,8 +160,7 @@ impl ServerTelemetry {
 
     fn instruments(&self) -> &Instruments {
         self.source.get_or_init(|| {
-            let tracer = global::tracer_with_scope(scope());
-            let meter = global::meter_provider().meter_with_scope(scope());
+            let (tracer, meter) = super::global_instruments();
             Instruments::new(tracer, &meter)
         })
     }
