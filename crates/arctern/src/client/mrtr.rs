@@ -753,12 +753,15 @@ impl Client {
         options: CallOptions,
         sent: &mut u32,
     ) -> Result<(T, Option<Box<RawValue>>)> {
-        let origin = Arc::new(target.origin());
-        let status = options.clone();
+        // Only a task needs these after the loop; most calls never become one.
+        let task_status = options.task_status.clone();
         match self.drive_until_task::<T>(target, options, sent).await? {
             Driven::Complete(value, raw) => Ok((value, raw)),
             Driven::Task(task) => {
-                let result = self.follow_task(&task.task, origin, &status).await?;
+                let origin = Arc::new(target.origin());
+                let result = self
+                    .follow_task(&task.task, origin, task_status.as_ref())
+                    .await?;
                 let value =
                     serde_json::from_value(serde_json::Value::Object(result)).map_err(|e| {
                         Error::new(ErrorKind::Codec, "the task's result does not decode")

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::Client;
 use super::exchange::Req;
 use super::handler::InputOrigin;
-use super::mrtr::{CallOptions, Target};
+use super::mrtr::{CallOptions, Target, TaskStatusFn};
 use super::wire;
 use crate::{Error, ErrorKind, Result};
 
@@ -121,7 +121,7 @@ impl Client {
             .follow_task(
                 task,
                 Arc::new(InputOrigin::new(methods::TOOLS_CALL, tool)),
-                &CallOptions::new(),
+                None,
             )
             .await?;
         let result: CallToolResult =
@@ -161,7 +161,7 @@ impl Client {
         &self,
         task: &Task,
         origin: Arc<InputOrigin>,
-        options: &CallOptions,
+        task_status: Option<&TaskStatusFn>,
     ) -> Result<JsonObject> {
         let id = task.task_id.clone();
         let mut guard = CancelOnDrop {
@@ -178,7 +178,7 @@ impl Client {
             }
             if detailed.task.status_message != last_message {
                 last_message.clone_from(&detailed.task.status_message);
-                if let Some(report) = &options.task_status {
+                if let Some(report) = task_status {
                     report(&detailed.task);
                 }
             }
