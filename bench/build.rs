@@ -24,7 +24,7 @@ fn main() {
 
     arctern.push_str(
         "/// Registers the 99 generated tools on `server`.\n\
-         pub fn register_many(server: McpServer) -> McpServer {\n    server\n",
+         pub fn register_many<S: Clone + Send + Sync + 'static>(server: McpServer<S>) -> McpServer<S> {\n    server\n",
     );
     rmcp.push_str("#[tool_router(router = many_router, vis = \"pub(crate)\")]\nimpl RmcpBench {\n");
     let mut arctern_fns = String::new();

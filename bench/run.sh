@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # The benchmark in one command: builds the servers, the load generator and the
-# micro-benchmarks in release mode, installs the Python reference SDK (pinned, cached outside
-# the checkout) if missing, runs every scenario against every server in the same run — one
-# fresh server process per run pinned to one core, the load generator pinned to the other
-# (except the rows that put both on the server's core on purpose) — and prints a Markdown
-# table of absolute figures and ratios, also written to bench/results/latest.md and
-# bench/results/latest.json. The default run takes about 13 minutes.
+# micro-benchmarks in release mode, installs the Python reference SDK and the TypeScript SDK
+# (pinned, cached outside the checkout) if missing, runs every scenario against every server
+# in the same run — one fresh server process per run pinned to one core, the load generator
+# pinned to the other (except the rows that put both on the server's core on purpose) — and
+# prints a Markdown table of absolute figures and ratios, also written to
+# bench/results/latest.md and bench/results/latest.json. The default run takes about 18
+# minutes (see bench/README.md).
 #
 # Usage: bench/run.sh [--quick] [--duration S] [--warmup S] [--repeat N]
-#                     [--pairs N] [--pair-duration S]
-#                     [--peers ceiling,arctern,rmcp,python]
-#                     [--scenarios echo,floor,confirm,many,stdio,startup,micro]
+#                     [--pairs N] [--pair-duration S] [--streams N] [--publishes N]
+#                     [--peers ceiling,arctern,rmcp,typescript,python]
+#                     [--scenarios echo,floor,confirm,many,stdio,startup,streams,micro]
 #                     [--no-build] [--out DIR]
 #
 #   --quick          2 s per row after 0.5 s warm-up, 1 s per interleaved run, 3 start-ups,
-#                    short micro-benchmarks
+#                    5 publishes, short micro-benchmarks
 #   --duration       measured seconds per row (default 10)
 #   --warmup         warm-up seconds per row (default 2)
 #   --repeat         process starts timed per server and transport (default 5)
@@ -24,6 +25,9 @@
 #                    for "no drop with 100 tools", and arctern then rmcp over stdio (32 in
 #                    flight) for "stdio ≥ 2× rmcp"
 #   --pair-duration  measured seconds per interleaved run (default 5)
+#   --streams        subscriptions/listen streams held open in the streams scenario
+#                    (default 10000; the script raises its open-files limit to fit)
+#   --publishes      publish calls timed in the streams scenario (default 20)
 #   --peers          servers to measure (default: all)
 #   --scenarios      scenario groups to run (default: all)
 #                      echo     HTTP tools/call echo at 1, 8 and 32 connections
@@ -38,12 +42,17 @@
 #                      stdio    stdio echo with 1 and 32 requests in flight, and the
 #                               interleaved arctern / rmcp pairs at 32 (see --pairs)
 #                      startup  process start to first answered request (HTTP and stdio)
+#                      streams  N idle subscriptions/listen streams over HTTP: server memory
+#                               per stream, and publish-to-delivery time on all of them
+#                               (arctern, rmcp, typescript; the Python reference is not run)
 #                      micro    criterion: envelope parse/serialize, seal, unseal
 #   --no-build       use the binaries already built
 #   --out            where results go (default: bench/results)
 #
 # Environment: SERVER_CPU (default 0), LOAD_CPU (default 1), BENCH_PORT_BASE (default
-# 18600), ARCTERN_BENCH_VENV (default ${XDG_CACHE_HOME:-~/.cache}/arctern-bench/venv-mcp-2.3.0).
+# 18600), ARCTERN_BENCH_VENV (default ${XDG_CACHE_HOME:-~/.cache}/arctern-bench/venv-mcp-2.3.0),
+# ARCTERN_BENCH_TS (default ${XDG_CACHE_HOME:-~/.cache}/arctern-bench/ts-mcp-server-2.4.0).
+# The TypeScript peer needs Node.js 20 or newer and npm (leave it out with --peers).
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,8 +66,10 @@ PAIRS=3
 PAIR_DURATION=5
 QUICK=0
 BUILD=1
-PEERS="ceiling,arctern,rmcp,python"
-SCENARIOS="echo,floor,confirm,many,stdio,startup,micro"
+STREAMS=10000
+PUBLISHES=20
+PEERS="ceiling,arctern,rmcp,typescript,python"
+SCENARIOS="echo,floor,confirm,many,stdio,startup,streams,micro"
 OUT="$BENCH_DIR/results"
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -67,12 +78,14 @@ VENV=${ARCTERN_BENCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/arctern-bench/venv-mc
 
 while [ $# -gt 0 ]; do
     case "$1" in
-        --quick) QUICK=1; DURATION=2; WARMUP=0.5; REPEAT=3; PAIR_DURATION=1 ;;
+        --quick) QUICK=1; DURATION=2; WARMUP=0.5; REPEAT=3; PAIR_DURATION=1; PUBLISHES=5 ;;
         --duration) DURATION=$2; shift ;;
         --warmup) WARMUP=$2; shift ;;
         --repeat) REPEAT=$2; shift ;;
         --pairs) PAIRS=$2; shift ;;
         --pair-duration) PAIR_DURATION=$2; shift ;;
+        --streams) STREAMS=$2; shift ;;
+        --publishes) PUBLISHES=$2; shift ;;
         --peers) PEERS=$2; shift ;;
         --scenarios) SCENARIOS=$2; shift ;;
         --no-build) BUILD=0 ;;
@@ -121,6 +134,32 @@ if has "$PEERS" python; then
     PY="$VENV/bin/python"
 fi
 
+# The TypeScript SDK: @modelcontextprotocol/server 2.4.0 and its dependencies as pinned by
+# bench/typescript/package-lock.json, installed into a cache outside the checkout.
+if has "$PEERS" typescript; then
+    if ! TS_SERVER=$("$BENCH_DIR/typescript/env.sh"); then
+        echo "run.sh: the TypeScript peer needs Node.js 20 or newer and npm; install them, or" \
+            "leave the peer out (--peers ceiling,arctern,rmcp,python)" >&2
+        exit 1
+    fi
+fi
+
+# The streams scenario holds STREAMS sockets open in the load generator and as many in the
+# server: raise the open-files limit (both inherit it) as far as the hard limit allows.
+if has "$SCENARIOS" streams; then
+    need=$((STREAMS + 1024))
+    if [ "$(ulimit -Sn)" != unlimited ] && [ "$(ulimit -Sn)" -lt "$need" ]; then
+        hard=$(ulimit -Hn)
+        if [ "$hard" = unlimited ] || [ "$hard" -ge "$need" ]; then
+            ulimit -Sn "$need"
+        else
+            ulimit -Sn "$hard"
+            echo "run.sh: the open-files limit is $hard; $STREAMS streams need about $need" \
+                "(raise the hard limit, or pass --streams N)" >&2
+        fi
+    fi
+fi
+
 # ---------------------------------------------------------------------------------------
 # Servers and runs
 
@@ -131,6 +170,7 @@ server_cmd() {
     case "$peer" in
         arctern) echo "$TARGET/arctern-server $*" ;;
         rmcp) echo "$TARGET/rmcp-server $*" ;;
+        typescript) echo "node $TS_SERVER $*" ;;
         python) echo "$PY $BENCH_DIR/python/server.py $*" ;;
         ceiling) echo "$TARGET/ceiling $*" ;;
     esac
@@ -205,6 +245,25 @@ startup_run() {
         -- taskset -c "$SERVER_CPU" $(server_cmd "$peer" --stdio) 2>>"$LOG" || FAILED=1
 }
 
+# streams_run PEER: one fresh server with its listen variant, STREAMS streams, PUBLISHES
+# publishes.
+streams_run() {
+    local peer=$1
+    PORT=$((PORT + 1))
+    # shellcheck disable=SC2046
+    taskset -c "$SERVER_CPU" $(server_cmd "$peer" --port "$PORT" --listen) >>"$LOG" 2>&1 &
+    local pid=$!
+    if taskset -c "$LOAD_CPU" "$TARGET/load" wait --addr "127.0.0.1:$PORT" --timeout 60; then
+        taskset -c "$LOAD_CPU" "$TARGET/load" streams --peer "$peer" --addr "127.0.0.1:$PORT" \
+            --pid "$pid" --streams "$STREAMS" --publishes "$PUBLISHES" --out "$RUNS" || FAILED=1
+    else
+        echo "$peer did not start (see $LOG)" >&2
+        FAILED=1
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
 # Peers other than the ceiling, in the order given.
 mcp_peers() { tr ',' '\n' <<<"$PEERS" | grep -v '^ceiling$' || true; }
 
@@ -277,6 +336,15 @@ if has "$SCENARIOS" startup; then
     done
 fi
 
+if has "$SCENARIOS" streams; then
+    say "$STREAMS open subscriptions/listen streams"
+    for peer in $(mcp_peers); do
+        case "$peer" in
+            arctern | rmcp | typescript) streams_run "$peer" ;;
+        esac
+    done
+fi
+
 CRITERION_ARGS=()
 if has "$SCENARIOS" micro; then
     say "micro-benchmarks"
@@ -299,6 +367,7 @@ if [ -n "$(git -C "$ROOT" status --porcelain -- crates 2>/dev/null)" ]; then
     commit="$commit+uncommitted"
 fi
 python_version=$("${PY:-python3}" -c 'import platform; print(platform.python_version())' 2>/dev/null || echo "?")
+node_version=$(node --version 2>/dev/null || echo "?")
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 cat >"$MACHINE" <<EOF
 {
@@ -309,6 +378,7 @@ cat >"$MACHINE" <<EOF
   "commit": "$commit",
   "rustc": "$(rustc --version)",
   "python": "Python $python_version",
+  "node": "$node_version",
   "duration_s": "$DURATION",
   "warmup_s": "$WARMUP",
   "quick": $([ "$QUICK" = 1 ] && echo true || echo false),

@@ -5,6 +5,8 @@
 #
 #   scripts/conformance.sh server 2026-07-28
 #   scripts/conformance.sh client 2026-07-28
+#   scripts/conformance.sh client extensions   (the extension scenarios: OAuth client
+#                                               credentials, enterprise-managed, DPoP, WIF)
 #   scripts/conformance.sh server 2026-07-28 --scenario tools-list   (extra suite options)
 #
 # The suite is installed once into ${CONFORMANCE_HOME:-$XDG_CACHE_HOME/mcp-conformance}.
@@ -23,6 +25,8 @@ out="conformance-out/$leg-$wire"
 rm -rf "$out"
 
 select=(--suite all --spec-version "$wire")
+# Extension scenarios have no wire of their own: the suite picks it.
+[ "$wire" = extensions ] && select=(--suite extensions)
 for arg in "$@"; do
   case "$arg" in --scenario) select=(--spec-version "$wire") ;; esac
 done

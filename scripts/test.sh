@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust test suites, then the official MCP conformance
 # suite against the fixture server and the fixture client (2026-07-28 wire, and 2025-11-25,
-# the legacy era, for both). Tools it needs
+# the legacy era, for both; and the client's extension scenarios). Tools it needs
 # (the pinned conformance suite) are installed on first use into a cache outside the checkout.
 #
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    Rust tests only
+#   scripts/test.sh --quick    Rust tests only (without the fleet tests, which need nginx and Redis)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -23,6 +23,9 @@ cargo test --workspace --doc
 
 [ "$quick" = 1 ] && exit 0
 
+echo "== fleet: nginx, HAProxy, Redis and three instances on loopback (fetches the packages into a cache when missing)"
+scripts/fleet.sh test
+
 echo "== conformance: server leg, 2026-07-28 wire"
 scripts/conformance.sh server 2026-07-28
 
@@ -34,3 +37,6 @@ scripts/conformance.sh client 2026-07-28
 
 echo "== conformance: client leg, 2025-11-25 wire (legacy era)"
 scripts/conformance.sh client 2025-11-25
+
+echo "== conformance: client leg, extension scenarios (OAuth client credentials, enterprise-managed, DPoP, WIF)"
+scripts/conformance.sh client extensions

@@ -12,17 +12,30 @@
 //!   `inputResponses.confirm = {"action":"accept","content":{"ok":true}}` and the echoed
 //!   state answers one text block equal to `text`;
 //! * the "100 tools" variants register `echo` and 99 other tools, each with its own
-//!   three-field argument struct, and `tools/list` lists all 100.
+//!   three-field argument struct, and `tools/list` lists all 100;
+//! * the "listen" variants (the open-streams scenario) register `echo` and `publish {uri}`
+//!   and advertise `resources.subscribe`. A
+//!   `subscriptions/listen` request with `resourceSubscriptions: [LISTEN_RESOURCE]` is
+//!   answered with a long-lived SSE stream whose first message is
+//!   `notifications/subscriptions/acknowledged`; each `publish {uri: LISTEN_RESOURCE}` call
+//!   answers one text block `published` after announcing `notifications/resources/updated`
+//!   for that URI to every open stream, each notification tagged with the stream's
+//!   subscription id (the listen request's id). Each server publishes through its SDK's own
+//!   means (see the servers).
 
 pub mod cpu;
 pub mod floor;
 pub mod measure;
 pub mod record;
 pub mod rss;
+pub mod stream;
 pub mod wire;
 
 /// The protocol revision every request is sent at.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The resource the open-streams scenario subscribes to and publishes updates of.
+pub const LISTEN_RESOURCE: &str = "bench://resource";
 
 /// How many tools the "100 tools" server variants register.
 pub const MANY_TOOLS: usize = 100;

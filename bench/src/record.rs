@@ -16,13 +16,17 @@ pub struct RunRecord {
     /// The scenario: `echo`, `echo-samecore` (the load generator on the server's core),
     /// `confirm`, `list100`, `echo100`, `echo-pair` and `echo100-pair` (the interleaved
     /// 2-tool / 100-tool comparison), `stdio`, `stdio-pair` (the interleaved arctern / rmcp
-    /// comparison), `startup-http`, `startup-stdio`, `floor`, `floor-samecore`.
+    /// comparison), `startup-http`, `startup-stdio`, `floor`, `floor-samecore`, `streams`
+    /// (idle `subscriptions/listen` streams and the delivery of published updates to all of
+    /// them).
     pub scenario: String,
-    /// Connections (HTTP), requests in flight (stdio), or repetitions (startup).
+    /// Connections (HTTP), requests in flight (stdio), repetitions (startup), or open
+    /// `subscriptions/listen` streams (streams).
     pub concurrency: u32,
     /// Measured seconds (after warm-up).
     pub duration_s: f64,
-    /// Completed measured calls; a `confirm` call is a complete two-round flow.
+    /// Completed measured calls; a `confirm` call is a complete two-round flow. For
+    /// `streams`: updates delivered (streams × publishes).
     pub calls: u64,
     /// HTTP requests (or stdio messages) per call: 2 for `confirm`, else 1.
     pub requests_per_call: u32,
@@ -35,7 +39,8 @@ pub struct RunRecord {
     /// Calls per second.
     pub calls_per_s: f64,
     /// Latency percentiles of a call, in microseconds (the whole flow for `confirm`; time to
-    /// the first answered request for startup).
+    /// the first answered request for startup; for `streams`, from sending the `publish` call
+    /// to the update's arrival on one stream, over every delivery).
     pub p50_us: f64,
     /// 90th percentile, microseconds.
     pub p90_us: f64,
@@ -44,14 +49,16 @@ pub struct RunRecord {
     /// Slowest call, microseconds.
     pub max_us: f64,
     /// Server RSS before the first measured request, KiB (HTTP: before any request; stdio:
-    /// after the first answered request; startup: right after the first answer).
+    /// after the first answered request; startup: right after the first answer; streams:
+    /// after one `publish` call, before any stream is opened).
     pub rss_idle_kib: u64,
     /// Highest server RSS sampled every 200 ms during the run, KiB.
     pub rss_peak_kib: u64,
-    /// Server RSS right after the run, KiB.
+    /// Server RSS right after the run, KiB (streams: with every stream open and idle, before
+    /// the first publish).
     pub rss_after_kib: u64,
     /// Server CPU time (user + system, all threads) per measured call during the measured
-    /// window, microseconds; 0 when unknown. Unlike throughput, it does not depend on what
+    /// window, microseconds (streams: per delivered update, over the publishes); 0 when unknown. Unlike throughput, it does not depend on what
     /// else runs on the server's core.
     #[serde(default)]
     pub server_cpu_us_per_call: f64,
@@ -64,6 +71,20 @@ pub struct RunRecord {
     pub load_cpu_util: f64,
     /// The 1-minute load average when the run ended (other work on the machine shows here).
     pub loadavg_1m: f64,
+    /// `streams`: how many `publish` calls were measured; 0 for other scenarios. (For
+    /// `streams`, the CPU shares above cover the publishing window.)
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub publishes: u64,
+    /// `streams`: the median over the publishes of the time from sending `publish` to the
+    /// update's arrival on the last of the streams, microseconds; 0 for other scenarios.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub all_delivered_p50_us: f64,
+    /// `streams`: the slowest publish's time to the last stream, microseconds.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub all_delivered_max_us: f64,
+    /// `streams`: seconds to open every stream and receive every acknowledgement.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub open_s: f64,
     /// Bytes of one request on the wire, when fixed (the floor); 0 when not recorded.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub request_bytes: u64,
@@ -74,6 +95,10 @@ pub struct RunRecord {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_zero_f64(n: &f64) -> bool {
+    *n == 0.0
 }
 
 impl RunRecord {

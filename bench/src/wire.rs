@@ -64,6 +64,128 @@ pub fn tools_call_body(id: u64, tool: &str, text: &str, retry: Option<&str>) -> 
     body.into_bytes()
 }
 
+/// A `tools/call publish` body announcing an update of `uri` (the open-streams scenario).
+pub fn publish_body(id: u64, uri: &str) -> Vec<u8> {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"publish","arguments":{{"uri":{}}},{REQUEST_META}}}}}"#,
+        json_string(uri)
+    )
+    .into_bytes()
+}
+
+/// A `subscriptions/listen` body subscribing to updates of `uri`.
+pub fn listen_body(id: u64, uri: &str) -> Vec<u8> {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{"notifications":{{"resourceSubscriptions":[{}]}},{REQUEST_META}}}}}"#,
+        json_string(uri)
+    )
+    .into_bytes()
+}
+
+/// The complete HTTP/1.1 request of a `subscriptions/listen` stream, as sent on a bare
+/// socket: POST `path` on `host` with the same headers as every other request.
+pub fn listen_request(host: &str, path: &str, id: u64, uri: &str) -> Vec<u8> {
+    let body = listen_body(id, uri);
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: {JSON}\r\naccept: {ACCEPT}\r\n"
+    );
+    for (name, value) in mcp_headers("subscriptions/listen", None) {
+        let _ = write!(head, "{name}: {value}\r\n");
+    }
+    let _ = write!(head, "content-length: {}\r\n\r\n", body.len());
+    let mut request = head.into_bytes();
+    request.extend_from_slice(&body);
+    request
+}
+
+/// One message on a `subscriptions/listen` stream, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListenEvent {
+    /// `notifications/subscriptions/acknowledged`, honouring the subscription to the URI.
+    Acknowledged,
+    /// `notifications/resources/updated` for the URI.
+    Updated,
+}
+
+#[derive(Deserialize)]
+struct ListenMessage<'a> {
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    params: Option<ListenParams<'a>>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ListenParams<'a> {
+    #[serde(borrow)]
+    uri: Option<Cow<'a, str>>,
+    notifications: Option<HonouredFilter>,
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<BTreeMap<Cow<'a, str>, &'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HonouredFilter {
+    #[serde(default)]
+    resource_subscriptions: Vec<String>,
+}
+
+/// Checks one message of the `subscriptions/listen` stream opened with request `id` and
+/// subscribed to `uri`: the acknowledgement honouring `uri`, or an update of `uri`, each
+/// tagged with the subscription id `id`. Anything else (an error, the final result, another
+/// notification, a wrong or missing subscription id) is an error.
+pub fn check_listen_event(data: &str, id: u64, uri: &str) -> Result<ListenEvent, String> {
+    let message: ListenMessage<'_> =
+        serde_json::from_str(data).map_err(|e| format!("stream message is not JSON-RPC: {e}"))?;
+    if let Some(error) = message.error {
+        return Err(format!("JSON-RPC error: {}", truncate(error.get(), 200)));
+    }
+    if message.result.is_some() {
+        return Err("the stream ended with its final result".into());
+    }
+    let method = message
+        .method
+        .ok_or_else(|| format!("not a notification: {}", truncate(data, 200)))?;
+    let params = message
+        .params
+        .ok_or_else(|| format!("{method} without params"))?;
+    let tagged = params
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("io.modelcontextprotocol/subscriptionId"))
+        .map(|v| v.get());
+    if tagged != Some(id.to_string().as_str()) {
+        return Err(format!(
+            "{method} tagged with subscription id {tagged:?}, expected {id}"
+        ));
+    }
+    match method.as_ref() {
+        "notifications/subscriptions/acknowledged" => {
+            let honoured = params
+                .notifications
+                .map(|f| f.resource_subscriptions)
+                .unwrap_or_default();
+            if honoured.iter().any(|u| u == uri) {
+                Ok(ListenEvent::Acknowledged)
+            } else {
+                Err(format!(
+                    "the acknowledgement does not honour the subscription to {uri} ({honoured:?})"
+                ))
+            }
+        }
+        "notifications/resources/updated" => match params.uri.as_deref() {
+            Some(got) if got == uri => Ok(ListenEvent::Updated),
+            got => Err(format!("update of {got:?}, expected {uri}")),
+        },
+        other => Err(format!("unexpected {other} on the stream")),
+    }
+}
+
 /// The ceiling's reply to an echo request body: the bytes of an echo reply as an MCP server
 /// writes it, with the request's raw `id` and `text` copied into a fixed template (a byte
 /// scan, no JSON parser).
@@ -354,6 +476,63 @@ pub fn check_tools_list(message: &[u8], id: u64, expected: usize) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_requests_and_events() {
+        let request =
+            String::from_utf8(listen_request("127.0.0.1:1", "/mcp", 9, "bench://r")).unwrap();
+        let (head, body) = request.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("POST /mcp HTTP/1.1\r\n"));
+        assert!(head.contains("mcp-method: subscriptions/listen\r\n"));
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["method"], "subscriptions/listen");
+        assert_eq!(
+            v["params"]["notifications"]["resourceSubscriptions"][0],
+            "bench://r"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&publish_body(3, "bench://r")).unwrap();
+        assert_eq!(v["params"]["arguments"]["uri"], "bench://r");
+
+        let meta =
+            |id: &str| format!(r#""_meta":{{"io.modelcontextprotocol/subscriptionId":{id}}}"#);
+        let ack = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{{"notifications":{{"resourceSubscriptions":["bench://r"]}},{}}}}}"#,
+            meta("9")
+        );
+        assert_eq!(
+            check_listen_event(&ack, 9, "bench://r"),
+            Ok(ListenEvent::Acknowledged)
+        );
+        assert!(
+            check_listen_event(&ack, 8, "bench://r")
+                .unwrap_err()
+                .contains("subscription id")
+        );
+        let refused = ack.replace(r#"["bench://r"]"#, "[]");
+        assert!(
+            check_listen_event(&refused, 9, "bench://r")
+                .unwrap_err()
+                .contains("honour")
+        );
+        let update = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{{"uri":"bench://r",{}}}}}"#,
+            meta("9")
+        );
+        assert_eq!(
+            check_listen_event(&update, 9, "bench://r"),
+            Ok(ListenEvent::Updated)
+        );
+        assert!(check_listen_event(&update, 9, "bench://other").is_err());
+        let string_id = update.replace(":9}", r#":"9"}"#);
+        assert!(check_listen_event(&string_id, 9, "bench://r").is_err());
+        let error = r#"{"jsonrpc":"2.0","id":9,"error":{"code":-32603,"message":"Subscription limit reached"}}"#;
+        assert!(
+            check_listen_event(error, 9, "bench://r")
+                .unwrap_err()
+                .contains("limit")
+        );
+    }
 
     #[test]
     fn call_bodies_are_valid_json_with_the_envelope() {

@@ -1,7 +1,11 @@
-//! Correctness only: every Rust server of the benchmark honours the benchmark contract, as
-//! checked by the load generator itself (it exits non-zero on any wrong reply), and the
-//! floor moves the same bytes as an HTTP echo call. Short runs; nothing here looks at how
-//! fast anything is.
+//! Correctness only: every Rust server of the benchmark and the TypeScript SDK's server
+//! honour the benchmark contract, as checked by the load generator itself (it exits non-zero
+//! on any wrong reply), including the open-streams variant, and the floor moves the same
+//! bytes as an HTTP echo call. Short runs; nothing here looks at how fast anything is.
+//!
+//! The TypeScript test installs the pinned SDK on first use (`typescript/env.sh`, into a
+//! cache outside the checkout, from npm); it is skipped, saying so, only when Node.js or npm
+//! is missing.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -30,18 +34,19 @@ impl Drop for Server {
     }
 }
 
-fn start(bin: &str, port: u16, many: bool) -> Server {
-    let mut command = Command::new(bin);
-    command.args(["--port", &port.to_string()]);
-    if many {
-        command.arg("--many");
-    }
+/// A server's command line: the program and the arguments before `--port`.
+type Cmd<'a> = &'a [&'a str];
+
+fn start(cmd: Cmd<'_>, port: u16, variant: Option<&str>) -> Server {
+    let mut command = Command::new(cmd[0]);
+    command.args(&cmd[1..]).args(["--port", &port.to_string()]);
+    command.args(variant);
     let server = Server(command.spawn().unwrap());
     let waited = Command::new(LOAD)
         .args(["wait", "--addr", &format!("127.0.0.1:{port}")])
         .status()
         .unwrap();
-    assert!(waited.success(), "{bin} did not start");
+    assert!(waited.success(), "{cmd:?} did not start");
     server
 }
 
@@ -58,9 +63,9 @@ fn load(args: &[&str]) {
     assert!(status.success(), "load {args:?} reported errors");
 }
 
-fn http(bin: &str, modes: &[(&str, &str)], many: bool) {
+fn http(cmd: Cmd<'_>, modes: &[(&str, &str)], many: bool) {
     let port = free_port();
-    let server = start(bin, port, many);
+    let server = start(cmd, port, many.then_some("--many"));
     let addr = format!("127.0.0.1:{port}");
     let pid = server.0.id().to_string();
     for (mode, conns) in modes {
@@ -70,24 +75,89 @@ fn http(bin: &str, modes: &[(&str, &str)], many: bool) {
     }
 }
 
-fn stdio(bin: &str) {
-    load(&["stdio", "--inflight", "4", "--", bin, "--stdio"]);
+fn stdio(cmd: Cmd<'_>) {
+    let mut args = vec!["stdio", "--inflight", "4", "--"];
+    args.extend(cmd);
+    args.push("--stdio");
+    load(&args);
+}
+
+/// The listen variant: a few streams open, are acknowledged, and receive every update.
+fn streams(cmd: Cmd<'_>) {
+    let port = free_port();
+    let server = start(cmd, port, Some("--listen"));
+    let status = Command::new(LOAD)
+        .args([
+            "streams",
+            "--peer",
+            "test",
+            "--streams",
+            "20",
+            "--open-batch",
+            "8",
+        ])
+        .args(["--publishes", "3", "--settle", "0.1", "--timeout", "20"])
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .args(["--pid", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "load streams against {cmd:?} reported errors"
+    );
 }
 
 #[test]
 fn arctern_honours_the_contract() {
-    let bin = env!("CARGO_BIN_EXE_arctern-server");
-    http(bin, &[("echo", "2"), ("confirm", "2")], false);
-    http(bin, &[("list", "1"), ("echo", "1")], true);
-    stdio(bin);
+    let bin = [env!("CARGO_BIN_EXE_arctern-server")];
+    http(&bin, &[("echo", "2"), ("confirm", "2")], false);
+    http(&bin, &[("list", "1"), ("echo", "1")], true);
+    stdio(&bin);
+    streams(&bin);
 }
 
 #[test]
 fn rmcp_honours_the_contract() {
-    let bin = env!("CARGO_BIN_EXE_rmcp-server");
-    http(bin, &[("echo", "2"), ("confirm", "2")], false);
-    http(bin, &[("list", "1"), ("echo", "1")], true);
-    stdio(bin);
+    let bin = [env!("CARGO_BIN_EXE_rmcp-server")];
+    http(&bin, &[("echo", "2"), ("confirm", "2")], false);
+    http(&bin, &[("list", "1"), ("echo", "1")], true);
+    stdio(&bin);
+    streams(&bin);
+}
+
+#[test]
+fn the_typescript_sdk_honours_the_contract() {
+    let env = concat!(env!("CARGO_MANIFEST_DIR"), "/typescript/env.sh");
+    let installed = Command::new(env).output().unwrap();
+    if installed.status.code() == Some(3) {
+        eprintln!(
+            "SKIPPED the_typescript_sdk_honours_the_contract: {}",
+            String::from_utf8_lossy(&installed.stderr).trim()
+        );
+        return;
+    }
+    assert!(
+        installed.status.success(),
+        "typescript/env.sh failed: {}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let script = String::from_utf8(installed.stdout).unwrap();
+    let cmd = ["node", script.trim()];
+    http(&cmd, &[("echo", "2"), ("confirm", "2")], false);
+    http(&cmd, &[("list", "1"), ("echo", "1")], true);
+    stdio(&cmd);
+    streams(&cmd);
+}
+
+#[test]
+fn arctern_answers_in_process() {
+    for mode in ["echo", "round1", "round2"] {
+        let status = Command::new(env!("CARGO_BIN_EXE_arctern-server"))
+            .args(["--in-process", mode, "--iterations", "10"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "--in-process {mode} failed");
+    }
 }
 
 #[test]
@@ -149,7 +219,7 @@ fn the_floor_moves_the_bytes_of_an_http_echo_call() {
     // The load generator talks to the ceiling through a relay here, which keeps the first
     // request and the first response as they crossed the wire.
     let ceiling_port = free_port();
-    let _ceiling = start(env!("CARGO_BIN_EXE_ceiling"), ceiling_port, false);
+    let _ceiling = start(&[env!("CARGO_BIN_EXE_ceiling")], ceiling_port, None);
     let relay = TcpListener::bind("127.0.0.1:0").unwrap();
     let relay_port = relay.local_addr().unwrap().port();
     let captured = thread::spawn(move || {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use arctern::server::McpServer;
 use arctern::server::extract::Args;
-use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::mrtr::{Answer, Question};
 use arctern::testing::{self, TestClient};
 use arctern_examples::middleware::{ToolMetrics, allow_list, timeout};
 use schemars::JsonSchema;
@@ -24,16 +24,10 @@ struct Text {
     text: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "go", message = "Go ahead?")]
 struct Go {
     go: bool,
-}
-
-impl Question for Go {
-    const KEY: &'static str = "go";
-    fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Go ahead?"))
-    }
 }
 
 fn tools() -> McpServer {

@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
-use arctern::client::{Client, Era};
+use arctern::Era;
+use arctern::client::Client;
 use arctern::server::McpServer;
 use arctern::server::extract::Args;
-use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::mrtr::{Answer, Question};
 use arctern::types::elicitation::ElicitResult;
 use arctern_examples::unix_socket;
 use schemars::JsonSchema;
@@ -23,16 +24,10 @@ struct Provision {
     name: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "region", message = "Which region?")]
 struct Region {
     region: String,
-}
-
-impl Question for Region {
-    const KEY: &'static str = "region";
-    fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which region?"))
-    }
 }
 
 #[tokio::test]

@@ -5,7 +5,14 @@
 //! * `tests/python_server.rs`: arctern's [`Client`](arctern::client::Client) against
 //!   `python/server.py`, an `MCPServer` on the Python SDK;
 //! * `tests/python_client.rs`: `python/client.py`, the Python SDK's `Client`, against
-//!   [`server()`] served by the `interop-server` binary.
+//!   [`server()`] served by the `interop-server` binary;
+//! * `tests/python_oauth_client.rs`: `python/oauth_client.py`, the Python SDK's client with
+//!   its OAuth support, against [`protected_server()`] behind arctern's protected-resource
+//!   layer and an in-process test authorization server (`interop-server --http-auth`):
+//!   discovery, registration, PKCE, a scope step-up, then a multi round-trip flow;
+//! * `tests/python_oauth_server.rs`: arctern's OAuth client against
+//!   `python/protected_server.py`, protected by the Python SDK's resource-server support
+//!   (tokens from arctern's test authorization server, checked by introspection).
 //!
 //! Both servers offer the same kinds of things: plain tools, a tool that asks two questions
 //! in two rounds (the second depends on the first answer), a tool that samples the client's
@@ -16,13 +23,14 @@
 //! by `python/requirements.txt`) and whose interpreter it prints; the tests find it through
 //! `ARCTERN_PYTHON` or in the script's cache folder.
 
+use arctern::auth::resource::VerifiedToken;
 use arctern::server::extract::Args;
-use arctern::server::mrtr::{
-    Answer, Ask, AskContext, NotYet, Question, Roots, Sample, SamplingQuestion,
+use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question, Roots};
+use arctern::server::{
+    McpHandler, McpServer, RegistrationError, ResourceTemplateSpec, Server, ToolSpec,
 };
-use arctern::server::{McpHandler, McpServer, RegistrationError, ResourceTemplateSpec, Server};
 use arctern::types::prompts::PromptMessage;
-use arctern::types::sampling::{CreateMessageRequestParams, SamplingMessage};
+use arctern::types::sampling::CreateMessageResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -53,17 +61,11 @@ pub struct Provision {
 }
 
 /// The first question of `provision`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "region", message = "Which region should the database live in?")]
 pub struct Region {
     /// A cloud region, such as eu-west-1.
     pub region: String,
-}
-
-impl Question for Region {
-    const KEY: &'static str = "region";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which region should the database live in?"))
-    }
 }
 
 /// The second question of `provision`: built from the first answer, so asked a round later.
@@ -74,10 +76,14 @@ pub struct Size {
 }
 
 impl Question for Size {
-    const KEY: &'static str = "size";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = Size;
+    fn ask(cx: &AskContext<'_, NoArgs>) -> Result<Ask<Size>, NotYet> {
         let region = cx.answer::<Region>()?;
-        Ok(Ask::form(format!("How many GB in {}?", region.region)))
+        Ok(Ask::form(
+            "size",
+            format!("How many GB in {}?", region.region),
+        ))
     }
 }
 
@@ -91,19 +97,12 @@ pub struct Product {
 /// The completion `tagline` asks the client's LLM for.
 pub struct TaglineRequest;
 
-impl SamplingQuestion for TaglineRequest {
-    const KEY: &'static str = "tagline";
-    fn ask(cx: &AskContext<'_>) -> Result<CreateMessageRequestParams, NotYet> {
-        let product = cx
-            .arguments::<Product>()
-            .map(|p| p.product)
-            .unwrap_or_default();
-        Ok(CreateMessageRequestParams::new(
-            vec![SamplingMessage::user_text(format!(
-                "Suggest a tagline for {product}."
-            ))],
-            50,
-        ))
+impl Question for TaglineRequest {
+    type Args = Product;
+    type Answer = CreateMessageResult;
+    fn ask(cx: &AskContext<'_, Product>) -> Result<Ask<CreateMessageResult>, NotYet> {
+        let prompt = format!("Suggest a tagline for {}.", cx.args().product);
+        Ok(Ask::sample("tagline", prompt).max_tokens(50))
     }
 }
 
@@ -122,17 +121,11 @@ pub struct Topic {
 }
 
 /// The question of the `briefing` prompt.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "audience", message = "Who is the briefing for?")]
 pub struct Audience {
     /// Who will read the briefing.
     pub audience: String,
-}
-
-impl Question for Audience {
-    const KEY: &'static str = "audience";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Who is the briefing for?"))
-    }
 }
 
 async fn echo(Args(t): Args<Text>) -> String {
@@ -154,16 +147,16 @@ async fn provision(
     )
 }
 
-async fn tagline(Args(p): Args<Product>, sample: Sample<TaglineRequest>) -> String {
-    let content = serde_json::to_value(&sample.0.content).unwrap_or_default();
+async fn tagline(Args(p): Args<Product>, Answer(sample): Answer<TaglineRequest>) -> String {
+    let content = serde_json::to_value(&sample.content).unwrap_or_default();
     let text = content
         .get("text")
         .and_then(|t| t.as_str())
         .map_or_else(|| content.to_string(), str::to_owned);
-    format!("{}: {text} ({})", p.product, sample.0.model)
+    format!("{}: {text} ({})", p.product, sample.model)
 }
 
-async fn show_roots(Roots(roots): Roots) -> String {
+async fn show_roots(Answer(roots): Answer<Roots>) -> String {
     roots
         .iter()
         .map(|r| format!("{}={}", r.name.as_deref().unwrap_or(""), r.uri))
@@ -187,6 +180,37 @@ async fn briefing(Args(t): Args<Topic>, Answer(a): Answer<Audience>) -> Vec<Prom
 
 async fn notes(Args(t): Args<Topic>) -> String {
     format!("Notes about {}.", t.topic)
+}
+
+async fn whoami(token: VerifiedToken) -> String {
+    format!(
+        "{} {} {}",
+        token.issuer,
+        token.subject,
+        token.scopes.join(" ")
+    )
+}
+
+/// The scope every request to the protected server needs.
+pub const BASE_SCOPE: &str = "mcp:tools";
+/// The scope `provision` needs on the protected server.
+pub const PROVISION_SCOPE: &str = "db:write";
+
+/// The server the Python client with OAuth talks to (`interop-server --http-auth`, behind
+/// the test authorization server): `whoami` (who the token says is calling) and
+/// `provision` (two questions), which needs [`PROVISION_SCOPE`] on top of [`BASE_SCOPE`].
+/// Its counterpart is `python/protected_server.py`.
+pub fn protected_server() -> Result<Server<McpHandler>, RegistrationError> {
+    McpServer::new(SERVER_NAME)
+        .version(env!("CARGO_PKG_VERSION"))
+        .tool("whoami", "Who the access token says is calling.", whoami)
+        .tool_spec(
+            ToolSpec::new("provision")
+                .description("Provisions a database; asks for its region, then for its size.")
+                .scopes([PROVISION_SCOPE]),
+            provision,
+        )
+        .build()
 }
 
 /// The server the Python client talks to (`interop-server`), the counterpart of

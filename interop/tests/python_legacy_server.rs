@@ -9,7 +9,8 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use arctern::client::{Client, ClientBuilder, Era, StdioCommand};
+use arctern::Era;
+use arctern::client::{Client, ClientBuilder, StdioCommand};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use common::{
     PATIENCE, Process, ROOT, fixture, python, scripted_form_answer, text,

@@ -1,13 +1,30 @@
 //! The arctern server of the benchmark, built with `McpServer` the way a user would: `echo`
-//! and `confirm` (the benchmark contract), or with `--many`, `echo` and 99 generated tools.
+//! and `confirm` (the benchmark contract); with `--many`, `echo` and 99 generated tools; with
+//! `--listen`, `echo` and `publish`, with resources (and `resources.subscribe`) enabled (the
+//! open-streams scenario: `publish {uri}` announces `notifications/resources/updated` for
+//! `uri` to every open `subscriptions/listen` stream subscribed to it, through the server's
+//! `ChangeNotifier`).
 //!
 //! ```text
-//! arctern-server [--many] (--port N | --stdio)
+//! arctern-server [--many | --listen] (--port N | --stdio)
+//! arctern-server --in-process (echo | round1 | round2) [--iterations N]
 //! ```
+//!
+//! `--in-process` serves nothing: it feeds the built server the load generator's request
+//! bytes `N` times through `Server::handle_bytes` (the engine's entry point, with the HTTP
+//! transport's mirrored headers), on a current-thread runtime, checks the last reply, and
+//! prints the time per request. It leaves out HTTP and the kernel, which is what a profiler
+//! wants to see (`valgrind --tool=callgrind`, `perf record`): `echo` is one echo call,
+//! `round1` the first round of `confirm` (asks, seals the state), `round2` its retry with the
+//! answer and that state (opens and checks it, runs the body).
 
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
 
-use arctern::server::{Answer, Args, Ask, AskContext, McpServer, NotYet, Question};
+use arctern::server::connection::{Reply, RequestOrigin, WireHeaders};
+use arctern::server::extract::{Args, State};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
+use arctern::server::{ChangeNotifier, McpHandler, McpServer, Server};
 use arctern_bench::many::*;
 use clap::Parser;
 use schemars::JsonSchema;
@@ -17,14 +34,34 @@ use serde::Deserialize;
 #[command(about = "arctern benchmark server")]
 struct Cli {
     /// Port to listen on (127.0.0.1).
-    #[arg(long, required_unless_present = "stdio")]
+    #[arg(long, required_unless_present_any = ["stdio", "in_process"])]
     port: Option<u16>,
     /// Serve on stdin/stdout instead.
     #[arg(long)]
     stdio: bool,
     /// Register `echo` and 99 generated tools instead of `echo` and `confirm`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "listen")]
     many: bool,
+    /// Register `echo` and `publish` and enable resources (with `resources.subscribe`) instead.
+    #[arg(long)]
+    listen: bool,
+    /// Feed one kind of request to the server in process instead of serving.
+    #[arg(long, value_enum, conflicts_with_all = ["port", "stdio", "many", "listen"])]
+    in_process: Option<InProcess>,
+    /// Requests to feed with `--in-process`.
+    #[arg(long, default_value_t = 100_000)]
+    iterations: u64,
+}
+
+/// What `--in-process` feeds the server.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum InProcess {
+    /// `tools/call echo`.
+    Echo,
+    /// Round 1 of `confirm`: `input_required` with a sealed state.
+    Round1,
+    /// Round 2 of `confirm`: the retry with the answer and the state of one round 1.
+    Round2,
 }
 
 /// Arguments of `echo` and `confirm`.
@@ -42,9 +79,10 @@ struct Confirm {
 }
 
 impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Confirm?"))
+    type Args = NoArgs;
+    type Answer = Confirm;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
+        Ok(Ask::form("confirm", "Confirm?"))
     }
 }
 
@@ -60,14 +98,43 @@ async fn confirm(Args(a): Args<TextArg>, Answer(c): Answer<Confirm>) -> String {
     }
 }
 
+/// Arguments of `publish`.
+#[derive(Deserialize, JsonSchema)]
+struct PublishArg {
+    /// The resource that changed.
+    uri: String,
+}
+
+/// The server's change notifier, set once the server is built (`publish` needs it, and it
+/// exists only then).
+type Notifier = Arc<OnceLock<ChangeNotifier>>;
+
+async fn publish(State(notifier): State<Notifier>, Args(a): Args<PublishArg>) -> String {
+    match notifier.get() {
+        Some(n) => {
+            n.resource_updated(a.uri);
+            "published".into()
+        }
+        None => "not ready".into(),
+    }
+}
+
 include!(concat!(env!("OUT_DIR"), "/many_arctern.rs"));
 
-fn server(many: bool) -> McpServer {
-    let server = McpServer::new("arctern-bench")
+fn server(cli: &Cli, notifier: Notifier) -> McpServer<Notifier> {
+    let server = McpServer::with_state("arctern-bench", notifier)
         .version(env!("CARGO_PKG_VERSION"))
         .tool("echo", "Returns its text.", echo);
-    if many {
+    if cli.many {
         register_many(server)
+    } else if cli.listen {
+        server
+            .tool(
+                "publish",
+                "Announces that a resource changed to every listen stream subscribed to it.",
+                publish,
+            )
+            .enable_resources()
     } else {
         server.tool(
             "confirm",
@@ -77,15 +144,100 @@ fn server(many: bool) -> McpServer {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let server = server(cli.many);
+/// Checks the last reply of an `--in-process` loop.
+type Check = fn(&[u8]) -> Result<(), String>;
+
+/// The `--in-process` loop; see the module documentation.
+fn in_process(
+    server: Server<McpHandler<Notifier>>,
+    mode: InProcess,
+    iterations: u64,
+) -> Result<(), String> {
+    use arctern_bench::wire;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let origin = |tool: &str| {
+        let mut headers = WireHeaders::new();
+        headers.protocol_version = Some(arctern_bench::PROTOCOL_VERSION.into());
+        headers.method = Some("tools/call".into());
+        headers.name = Some(Ok(tool.into()));
+        RequestOrigin::http(headers, hyper::http::Extensions::new())
+    };
+    let text = "c0-1";
+    runtime.block_on(async {
+        let call = async |tool: &str, body: &[u8]| -> Result<Vec<u8>, String> {
+            match server.handle_bytes(body, origin(tool)).await {
+                Reply::Message { body, .. } => Ok(body.to_vec()),
+                other => Err(format!("unexpected reply {other:?}")),
+            }
+        };
+        let (tool, body, check): (_, _, Check) = match mode {
+            InProcess::Echo => (
+                "echo",
+                wire::tools_call_body(1, "echo", text, None),
+                |reply| wire::check_text_result(reply, 1, "c0-1"),
+            ),
+            InProcess::Round1 => (
+                "confirm",
+                wire::tools_call_body(1, "confirm", text, None),
+                |reply| wire::check_confirm_round1(reply, 1).map(drop),
+            ),
+            InProcess::Round2 => {
+                let first =
+                    call("confirm", &wire::tools_call_body(1, "confirm", text, None)).await?;
+                let state = wire::check_confirm_round1(&first, 1)?;
+                (
+                    "confirm",
+                    wire::tools_call_body(1, "confirm", text, Some(&state)),
+                    |reply| wire::check_text_result(reply, 1, "c0-1"),
+                )
+            }
+        };
+        let started = std::time::Instant::now();
+        let mut last = Vec::new();
+        for _ in 0..iterations {
+            last = call(tool, &body).await?;
+        }
+        let elapsed = started.elapsed();
+        if iterations > 0 {
+            check(&last)?;
+            println!(
+                "{iterations} requests, {:.2} µs per request",
+                elapsed.as_secs_f64() * 1e6 / iterations as f64
+            );
+        }
+        Ok(())
+    })
+}
+
+async fn serve(cli: &Cli) -> Result<(), String> {
+    let notifier = Notifier::default();
+    let server = server(cli, notifier.clone())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let _ = notifier.set(server.change_notifier());
     let served = match cli.port {
         Some(port) if !cli.stdio => server.serve_http(("127.0.0.1", port)).await,
         _ => server.serve_stdio().await,
     };
-    match served {
+    served.map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let done = match cli.in_process {
+        Some(mode) => server(&cli, Notifier::default())
+            .build()
+            .map_err(|e| e.to_string())
+            .and_then(|server| in_process(server, mode, cli.iterations)),
+        // What `#[tokio::main]` builds.
+        None => tokio::runtime::Runtime::new()
+            .map_err(|e| e.to_string())
+            .and_then(|runtime| runtime.block_on(serve(&cli))),
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("arctern-server: {e}");

@@ -11,6 +11,9 @@
 //! * `stdio` — spawns the server as a child and keeps N requests in flight on its pipe.
 //! * `startup` — spawns the server repeatedly and times process start to first answered
 //!   request.
+//! * `streams` — opens N `subscriptions/listen` streams (one bare socket each, subscribed to
+//!   the listen resource), reads the server's RSS before and with them open, then times
+//!   `publish` calls from sending each to the update's arrival on every stream.
 //! * `wait` — waits until a TCP port accepts connections (used by `run.sh`).
 //!
 //! Every reply is checked (status, id, content); failures are counted and reported, and
@@ -56,6 +59,8 @@ enum Cmd {
     Stdio(StdioArgs),
     /// Process start to first answered request, repeated.
     Startup(StartupArgs),
+    /// Idle `subscriptions/listen` streams: memory per stream and publish-to-delivery time.
+    Streams(StreamsArgs),
     /// Wait until a TCP address accepts connections.
     Wait {
         /// The address, such as 127.0.0.1:8000.
@@ -170,6 +175,44 @@ struct StartupArgs {
     command: Vec<String>,
 }
 
+#[derive(Args)]
+struct StreamsArgs {
+    /// The server's name in the results.
+    #[arg(long)]
+    peer: String,
+    /// The scenario's name in the results.
+    #[arg(long, default_value = "streams")]
+    scenario: String,
+    /// The server's address.
+    #[arg(long)]
+    addr: SocketAddr,
+    /// The MCP endpoint's path.
+    #[arg(long, default_value = "/mcp")]
+    path: String,
+    /// The server's process id, for RSS and CPU time.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Streams to open.
+    #[arg(long, default_value_t = 10_000)]
+    streams: u32,
+    /// Streams being opened at once.
+    #[arg(long, default_value_t = 128)]
+    open_batch: u32,
+    /// `publish` calls to time, one after the other.
+    #[arg(long, default_value_t = 20)]
+    publishes: u32,
+    /// Seconds to wait, with every stream open, before reading the RSS.
+    #[arg(long, default_value_t = 1.0)]
+    settle: f64,
+    /// Seconds any one step (opening every stream, one publish reaching every stream) may
+    /// take before the run fails.
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Append the result as one JSON line to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -181,6 +224,7 @@ fn main() -> ExitCode {
             Cmd::Http(args) => run_http(args).await,
             Cmd::Stdio(args) => run_stdio(args).await,
             Cmd::Startup(args) => run_startup(args).await,
+            Cmd::Streams(args) => run_streams(args).await,
             Cmd::Wait { addr, timeout } => wait_for(addr, Duration::from_secs_f64(timeout))
                 .await
                 .map(|_| None),
@@ -750,4 +794,254 @@ async fn run_startup(args: StartupArgs) -> Result<Option<RunRecord>, BoxError> {
         ..RunRecord::default()
     };
     finish(record, args.out.as_ref())
+}
+
+// ---------------------------------------------------------------------------------------
+// streams
+
+/// What a stream task reports.
+enum StreamNote {
+    /// The stream is open and acknowledged.
+    Open,
+    /// The stream's n-th update (from 1) arrived at this instant.
+    Update(u32, Instant),
+    /// The stream failed.
+    Failed(String),
+}
+
+/// One `subscriptions/listen` stream on a bare socket: opens it, then reports the
+/// acknowledgement and every update until the socket closes or the task is aborted.
+async fn listen_stream(
+    addr: SocketAddr,
+    request: Vec<u8>,
+    id: u64,
+    notes: tokio::sync::mpsc::Sender<StreamNote>,
+    opening: tokio::sync::OwnedSemaphorePermit,
+) {
+    use tokio::io::AsyncReadExt;
+    let fail = async |m: String| {
+        let _ = notes
+            .send(StreamNote::Failed(format!("stream {id}: {m}")))
+            .await;
+    };
+    let mut socket = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        Err(e) => return fail(format!("connect: {e}")).await,
+    };
+    let _ = socket.set_nodelay(true);
+    if let Err(e) = socket.write_all(&request).await {
+        return fail(format!("write: {e}")).await;
+    }
+    let mut response = arctern_bench::stream::SseResponse::new();
+    let mut buf = vec![0u8; 4096];
+    let mut opening = Some(opening);
+    let mut updates = 0u32;
+    loop {
+        let n = match socket.read(&mut buf).await {
+            Ok(0) => return fail("the server closed the stream".into()).await,
+            Ok(n) => n,
+            Err(e) => return fail(format!("read: {e}")).await,
+        };
+        let arrived = Instant::now();
+        let events = match response.feed(&buf[..n]) {
+            Ok(events) => events,
+            Err(e) => return fail(e.0).await,
+        };
+        for data in events {
+            match wire::check_listen_event(&data, id, arctern_bench::LISTEN_RESOURCE) {
+                Ok(wire::ListenEvent::Acknowledged) if opening.is_some() => {
+                    opening = None;
+                    let _ = notes.send(StreamNote::Open).await;
+                }
+                Ok(wire::ListenEvent::Updated) if opening.is_none() => {
+                    updates += 1;
+                    let _ = notes.send(StreamNote::Update(updates, arrived)).await;
+                }
+                Ok(event) => return fail(format!("{event:?} out of order")).await,
+                Err(e) => return fail(e).await,
+            }
+        }
+    }
+}
+
+/// Stream notes queued for the main loop before the stream tasks wait.
+const NOTES_BUFFER: usize = 4096;
+
+async fn run_streams(args: StreamsArgs) -> Result<Option<RunRecord>, BoxError> {
+    let step = Duration::from_secs_f64(args.timeout);
+    let limit = open_files_limit();
+    if let Some(limit) = limit
+        && u64::from(args.streams) + 64 > limit
+    {
+        return Err(format!(
+            "{} streams need as many sockets, and this process may open {limit} files: raise \
+             the limit (ulimit -n) or open fewer streams",
+            args.streams
+        )
+        .into());
+    }
+    let target = HttpTarget {
+        addr: args.addr,
+        host: args.addr.to_string(),
+        path: args.path.clone(),
+        mode: Mode::Echo,
+        expect_tools: 0,
+    };
+    let mut trigger = connect(args.addr).await?;
+    let mut seq = u64::from(args.streams);
+    let mut publish = async |sender: &mut SendRequest<Full<Bytes>>| -> Result<(), String> {
+        seq += 1;
+        let body = wire::publish_body(seq, arctern_bench::LISTEN_RESOURCE);
+        let reply = post(sender, &target, "tools/call", Some("publish"), body)
+            .await
+            .map_err(CallError::message)?;
+        wire::check_text_result(&reply, seq, "published").map_err(|e| format!("publish: {e}"))
+    };
+    // One publish with no stream open: the code paths are warm before the RSS is read.
+    publish(&mut trigger).await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rss_before = args.pid.and_then(vm_rss_kib).unwrap_or(0);
+    let sampler = args.pid.map(Sampler::start);
+
+    // Bounded: a server that floods a stream makes its reader wait, not this process grow.
+    let (tx, mut notes) = tokio::sync::mpsc::channel(NOTES_BUFFER);
+    let opening = Arc::new(tokio::sync::Semaphore::new(args.open_batch.max(1) as usize));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut tally = Tally::new();
+    let started = Instant::now();
+    let host = args.addr.to_string();
+    let mut open = 0u32;
+    let mut failed = None;
+    let mut next = 1u32;
+    // Opens streams while keeping at most `open_batch` handshakes in flight.
+    while open < args.streams && failed.is_none() {
+        while next <= args.streams {
+            let Ok(permit) = opening.clone().try_acquire_owned() else {
+                break;
+            };
+            let id = u64::from(next);
+            let request =
+                wire::listen_request(&host, &args.path, id, arctern_bench::LISTEN_RESOURCE);
+            tasks.spawn(listen_stream(args.addr, request, id, tx.clone(), permit));
+            next += 1;
+        }
+        match tokio::time::timeout_at((started + step).into(), notes.recv()).await {
+            Ok(Some(StreamNote::Open)) => open += 1,
+            Ok(Some(StreamNote::Failed(e))) => failed = Some(e),
+            Ok(Some(StreamNote::Update(..))) => {
+                failed = Some("an update before any publish".into())
+            }
+            Ok(None) => failed = Some("every stream ended".into()),
+            Err(_) => {
+                failed = Some(format!(
+                    "{open} of {} streams open after {:?}",
+                    args.streams, step
+                ))
+            }
+        }
+    }
+    let open_s = started.elapsed().as_secs_f64();
+    let mut record = RunRecord {
+        peer: args.peer.clone(),
+        scenario: args.scenario.clone(),
+        concurrency: args.streams,
+        requests_per_call: 1,
+        rss_idle_kib: rss_before,
+        open_s,
+        ..RunRecord::default()
+    };
+    if let Some(e) = failed {
+        tally.error(e);
+        tasks.abort_all();
+        record.rss_peak_kib = sampler.map(Sampler::stop).unwrap_or(0);
+        return finish(tally.into_record(record, Duration::ZERO), args.out.as_ref());
+    }
+    tokio::time::sleep(Duration::from_secs_f64(args.settle)).await;
+    let rss_open = args.pid.and_then(vm_rss_kib).unwrap_or(0);
+
+    // The publishes, one after the other, each waiting for its update on every stream.
+    let cpu0 = args.pid.and_then(process_cpu);
+    let own0 = own_cpu();
+    let measured = Instant::now();
+    let mut all_delivered = Vec::with_capacity(args.publishes as usize);
+    'publishes: for n in 1..=args.publishes {
+        let sent = Instant::now();
+        if let Err(e) = publish(&mut trigger).await {
+            tally.error(e);
+            break;
+        }
+        let mut delivered = 0u32;
+        let mut last = sent;
+        while delivered < args.streams {
+            match tokio::time::timeout_at((sent + step).into(), notes.recv()).await {
+                Ok(Some(StreamNote::Update(k, at))) if k == n => {
+                    delivered += 1;
+                    tally.record(at - sent);
+                    last = last.max(at);
+                }
+                Ok(Some(StreamNote::Update(k, _))) => {
+                    tally.error(format!("update {k} arrived during publish {n}"));
+                    break 'publishes;
+                }
+                Ok(Some(StreamNote::Failed(e))) => {
+                    tally.error(e);
+                    break 'publishes;
+                }
+                Ok(Some(StreamNote::Open)) | Ok(None) => {
+                    tally.error("the streams ended".into());
+                    break 'publishes;
+                }
+                Err(_) => {
+                    tally.error(format!(
+                        "publish {n} reached {delivered} of {} streams in {step:?}",
+                        args.streams
+                    ));
+                    break 'publishes;
+                }
+            }
+        }
+        all_delivered.push((last - sent).as_secs_f64() * 1e6);
+        // Let the server settle before the next publish.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let elapsed = measured.elapsed();
+    let cpu1 = args.pid.and_then(process_cpu);
+    let own1 = own_cpu();
+    tasks.abort_all();
+    let rss_peak = sampler.map(Sampler::stop).unwrap_or(0);
+    all_delivered.sort_by(f64::total_cmp);
+    record.publishes = all_delivered.len() as u64;
+    record.all_delivered_p50_us = all_delivered
+        .get(all_delivered.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0.0);
+    record.all_delivered_max_us = all_delivered.last().copied().unwrap_or(0.0);
+    record.rss_after_kib = rss_open;
+    record.rss_peak_kib = rss_peak.max(rss_open);
+    let mut record = tally.into_record(record, elapsed);
+    // Throughput means nothing here; the CPU time is per delivered update.
+    record.calls_per_s = 0.0;
+    let wall = elapsed.as_secs_f64();
+    if let (Some(a), Some(b)) = (cpu0, cpu1)
+        && record.calls > 0
+    {
+        let server = b.saturating_sub(a).as_secs_f64();
+        record.server_cpu_us_per_call = server * 1e6 / record.calls as f64;
+        record.server_cpu_util = server / wall;
+    }
+    if let (Some(a), Some(b)) = (own0, own1) {
+        record.load_cpu_util = b.saturating_sub(a).as_secs_f64() / wall;
+    }
+    finish(record, args.out.as_ref())
+}
+
+/// The soft limit on open files of this process, from `/proc/self/limits`.
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line["Max open files".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }

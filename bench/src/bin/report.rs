@@ -36,8 +36,41 @@ struct Cli {
     json: PathBuf,
 }
 
-/// The servers, in table order.
-const PEERS: [&str; 4] = ["ceiling", "arctern", "rmcp", "python"];
+/// The servers, in table order, with their column headings.
+const PEERS: [&str; 5] = ["ceiling", "arctern", "rmcp", "typescript", "python"];
+
+/// The column heading of each server in [`PEERS`].
+fn peer_heading(peer: &str) -> &'static str {
+    match peer {
+        "ceiling" => "ceiling",
+        "arctern" => "arctern",
+        "rmcp" => "rmcp (fair config)",
+        "typescript" => "TypeScript SDK",
+        "python" => "Python reference",
+        _ => "?",
+    }
+}
+
+/// The peers arctern is compared with, and the headings of those ratio columns.
+const VERSUS: [(&str, &str); 3] = [
+    ("rmcp", "arctern / rmcp"),
+    ("typescript", "arctern / TypeScript"),
+    ("python", "arctern / Python"),
+];
+
+/// `| a | b | … |` and its alignment row (the first column left, the others right).
+fn table_head(md: &mut String, columns: &[&str]) {
+    let _ = writeln!(md, "| {} |", columns.join(" | "));
+    let _ = writeln!(md, "|---{}|", "|---:".repeat(columns.len() - 1));
+}
+
+/// The headings of a table with one column per server and one per ratio.
+fn peer_columns(first: &'static str) -> Vec<&'static str> {
+    let mut columns = vec![first];
+    columns.extend(PEERS.iter().map(|p| peer_heading(p)));
+    columns.extend(VERSUS.iter().map(|(_, h)| *h));
+    columns
+}
 
 /// The throughput scenarios, in table order: (scenario, concurrency, description).
 const ROWS: [(&str, u32, &str); 11] = [
@@ -69,6 +102,9 @@ const ROWS: [(&str, u32, &str); 11] = [
     ("stdio", 1, "stdio echo, 1 in flight"),
     ("stdio", 32, "stdio echo, 32 in flight"),
 ];
+
+/// The open-streams scenario.
+const STREAMS: &str = "streams";
 
 /// The echo at 1 connection with the load generator pinned to the server's core.
 const SAME_CORE: &str = "echo-samecore";
@@ -657,14 +693,60 @@ fn targets(
         },
     });
     let flow = ratio(p50("arctern", "confirm", 1), p50("arctern", "echo", 1));
+    let flow32 = ratio(thr("arctern", "echo", 32), thr("arctern", "confirm", 32));
     out.push(check(
         "2-round confirm flow vs one plain call (p50, 1 connection)",
         flow,
         "≤ 2.20×".into(),
         |r| r <= 2.2,
-        match ratio(thr("arctern", "echo", 32), thr("arctern", "confirm", 32)) {
+        match flow32 {
             Some(r) => format!("at 32 connections a flow costs {r:.2}× an echo call in throughput"),
             None => String::new(),
+        },
+    ));
+    out.push(check(
+        "2-round confirm flow vs one echo call, throughput at 32 connections",
+        flow32,
+        "≤ 2.20×".into(),
+        |r| r <= 2.2,
+        {
+            let mut parts = vec![
+                "a flow is two requests, so 2.00× is the cost of the second \
+                                  round trip alone"
+                    .to_owned(),
+            ];
+            if let (Some(f), Some(e)) = (cpu("arctern", "confirm", 32), cpu("arctern", "echo", 32))
+            {
+                parts.push(format!(
+                    "server CPU per flow {f:.1} µs, per echo call {e:.1} µs ({})",
+                    fmt_ratio(Some(f / e))
+                ));
+            }
+            if let Some(r) = ratio(thr("rmcp", "echo", 32), thr("rmcp", "confirm", 32)) {
+                parts.push(format!("rmcp: {}", fmt_ratio(Some(r))));
+            }
+            parts.join("; ")
+        },
+    ));
+    let share = ratio(thr("arctern", "echo", 32), thr("ceiling", "echo", 32));
+    out.push(check(
+        "echo throughput at 32 connections, share of the ceiling",
+        share,
+        "≥ 90 %".into(),
+        |r| r >= 0.9,
+        match (
+            thr("arctern", "echo", 32),
+            thr("ceiling", "echo", 32),
+            cpu("arctern", "echo", 32),
+            cpu("ceiling", "echo", 32),
+        ) {
+            (Some(a), Some(c), Some(ca), Some(cc)) => format!(
+                "arctern {} calls/s, ceiling {} calls/s; server CPU per call: arctern {ca:.1} µs, \
+                 ceiling {cc:.1} µs",
+                fmt_thr(a),
+                fmt_thr(c)
+            ),
+            _ => String::new(),
         },
     ));
     let seal = micro.get("state/arctern/seal+open").map(|ns| ns / 1000.0);
@@ -694,6 +776,27 @@ fn targets(
             )),
             fmt_ratio(ratio(
                 p50("python", "confirm", 1),
+                p50("arctern", "confirm", 1)
+            ))
+        ),
+    ));
+    let typescript = ratio(
+        cpu("typescript", "confirm", 32),
+        cpu("arctern", "confirm", 32),
+    );
+    out.push(check(
+        "server CPU per confirm flow, TypeScript SDK / arctern (32 connections)",
+        typescript,
+        "≥ 10×".into(),
+        |r| r >= 10.0,
+        format!(
+            "throughput: {} the TypeScript SDK's; p50 at 1 connection: {} faster",
+            fmt_ratio(ratio(
+                thr("arctern", "confirm", 32),
+                thr("typescript", "confirm", 32)
+            )),
+            fmt_ratio(ratio(
+                p50("typescript", "confirm", 1),
                 p50("arctern", "confirm", 1)
             ))
         ),
@@ -778,6 +881,36 @@ fn targets(
         "≥ 0.95× (no drop beyond noise)".into(),
         |r| r >= 0.95,
         many_note,
+    ));
+    let per_stream = |peer: &str| {
+        runs.all
+            .iter()
+            .rev()
+            .find(|r| r.peer == peer && r.scenario == STREAMS)
+            .and_then(bytes_per_stream)
+    };
+    let streams_open = runs
+        .all
+        .iter()
+        .rev()
+        .find(|r| r.peer == "arctern" && r.scenario == STREAMS)
+        .map_or(0, |r| r.concurrency);
+    out.push(check(
+        "memory per idle subscriptions/listen stream vs rmcp",
+        ratio(per_stream("arctern"), per_stream("rmcp")),
+        "≤ 1.00×".into(),
+        |r| r <= 1.0,
+        {
+            let listed: Vec<String> = ["arctern", "rmcp", "typescript"]
+                .into_iter()
+                .filter_map(|p| per_stream(p).map(|b| format!("{p} {:.1} KiB", b / 1024.0)))
+                .collect();
+            format!(
+                "per stream with {} open: {}",
+                fmt_thr(f64::from(streams_open)),
+                listed.join(", ")
+            )
+        },
     ));
     let idle = |peer| runs.idle_rss_kib(peer);
     let rss = ratio(idle("arctern"), idle("rmcp"));
@@ -931,7 +1064,8 @@ fn markdown(
     let _ = writeln!(md, "## Benchmark results\n");
     let _ = writeln!(
         md,
-        "{} · {} · {} CPUs · {} · arctern {} · rmcp 3.11.0 · Python mcp 2.3.0 ({}) · \
+        "{} · {} · {} CPUs · {} · arctern {} · rmcp 3.11.0 · TypeScript SDK \
+         @modelcontextprotocol/server 2.4.0 (Node.js {}) · Python mcp 2.3.0 ({}) · \
          {} s per row after {} s warm-up · server pinned to CPU {}, load generator to CPU {} \
          (except the rows marked \"on the server's core\", where both run on CPU {}) · \
          1-minute load average {} at start, {} at end\n",
@@ -940,6 +1074,7 @@ fn markdown(
         m("cpus"),
         m("kernel"),
         m("commit"),
+        m("node"),
         m("python"),
         m("duration_s"),
         m("warmup_s"),
@@ -956,39 +1091,41 @@ fn markdown(
          the bytes of an echo reply: the most this machine and load generator allow. Ratios \
          compare throughput (higher is better for arctern).\n"
     );
-    let _ = writeln!(
-        md,
-        "| scenario | ceiling | arctern | rmcp (fair config) | Python reference | arctern / rmcp | arctern / Python |"
-    );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    table_head(&mut md, &peer_columns("scenario"));
     for (scenario, c, description) in ROWS {
         let thr = |peer| runs.ok(peer, scenario, c).map(|r| r.calls_per_s);
-        let _ = writeln!(
-            md,
-            "| {description} | {} | {} | {} | {} | {} | {} |",
-            cell(runs.get("ceiling", scenario, c)),
-            cell(runs.get("arctern", scenario, c)),
-            cell(runs.get("rmcp", scenario, c)),
-            cell(runs.get("python", scenario, c)),
-            fmt_ratio(ratio(thr("arctern"), thr("rmcp"))),
-            fmt_ratio(ratio(thr("arctern"), thr("python"))),
+        let mut cells = vec![description.to_owned()];
+        cells.extend(PEERS.iter().map(|p| cell(runs.get(p, scenario, c))));
+        cells.extend(
+            VERSUS
+                .iter()
+                .map(|(p, _)| fmt_ratio(ratio(thr("arctern"), thr(p)))),
         );
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
+    let _ = writeln!(
+        md,
+        "\nHTTPS rows (echo and `confirm` over TLS at 1 and 32 connections, arctern and rmcp \
+         both on rustls, the handshake measured apart from the per-call cost) come when \
+         arctern's client and server speak TLS."
+    );
 
     let _ = writeln!(
         md,
         "\n### Latency ratios (p50, lower is better for arctern)\n"
     );
-    let _ = writeln!(md, "| scenario | arctern / rmcp | arctern / Python |");
-    let _ = writeln!(md, "|---|---:|---:|");
+    let mut columns = vec!["scenario"];
+    columns.extend(VERSUS.iter().map(|(_, h)| *h));
+    table_head(&mut md, &columns);
     for (scenario, c, description) in ROWS {
         let p = |peer| runs.ok(peer, scenario, c).map(|r| r.p50_us);
-        let _ = writeln!(
-            md,
-            "| {description} | {} | {} |",
-            fmt_ratio(ratio(p("arctern"), p("rmcp"))),
-            fmt_ratio(ratio(p("arctern"), p("python"))),
+        let mut cells = vec![description.to_owned()];
+        cells.extend(
+            VERSUS
+                .iter()
+                .map(|(peer, _)| fmt_ratio(ratio(p("arctern"), p(peer)))),
         );
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
 
     let _ = writeln!(
@@ -999,11 +1136,7 @@ fn markdown(
          It does not depend on what else ran on that core, and a share well below 100 % means \
          the load generator, not the server, set the pace.\n"
     );
-    let _ = writeln!(
-        md,
-        "| scenario | ceiling | arctern | rmcp (fair config) | Python reference | arctern / rmcp | arctern / Python |"
-    );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    table_head(&mut md, &peer_columns("scenario"));
     for (scenario, c, description) in ROWS {
         let cpu = |peer| cpu_per_call(runs.ok(peer, scenario, c));
         let cpu_cell = |peer| match runs.ok(peer, scenario, c) {
@@ -1014,16 +1147,14 @@ fn markdown(
             ),
             _ => "–".into(),
         };
-        let _ = writeln!(
-            md,
-            "| {description} | {} | {} | {} | {} | {} | {} |",
-            cpu_cell("ceiling"),
-            cpu_cell("arctern"),
-            cpu_cell("rmcp"),
-            cpu_cell("python"),
-            fmt_ratio(ratio(cpu("arctern"), cpu("rmcp"))),
-            fmt_ratio(ratio(cpu("arctern"), cpu("python"))),
+        let mut cells = vec![description.to_owned()];
+        cells.extend(PEERS.iter().map(|p| cpu_cell(p)));
+        cells.extend(
+            VERSUS
+                .iter()
+                .map(|(p, _)| fmt_ratio(ratio(cpu("arctern"), cpu(p)))),
         );
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
 
     latency_floor_table(&mut md, runs, machine);
@@ -1086,6 +1217,8 @@ fn markdown(
          200 ms during the run."
     );
 
+    streams_table(&mut md, runs);
+
     if !micro.is_empty() {
         let _ = writeln!(md, "\n### Micro-benchmarks (criterion, median)\n");
         let _ = writeln!(md, "| benchmark | time |");
@@ -1095,14 +1228,15 @@ fn markdown(
         }
     }
 
-    let _ = writeln!(md, "\n### Targets (issue 6)\n");
+    let _ = writeln!(md, "\n### Targets (issues 6 and 17)\n");
     let _ = writeln!(md, "| target | measured | required | met | note |");
     let _ = writeln!(md, "|---|---:|---:|:---:|---|");
     for t in targets {
-        let measured = match (t.measured, t.threshold.contains("µs")) {
-            (Some(v), true) => format!("{v:.2} µs"),
-            (Some(v), false) => fmt_ratio(Some(v)),
-            (None, _) => "–".into(),
+        let measured = match t.measured {
+            Some(v) if t.threshold.contains("µs") => format!("{v:.2} µs"),
+            Some(v) if t.threshold.contains('%') => format!("{:.0} %", 100.0 * v),
+            Some(v) => fmt_ratio(Some(v)),
+            None => "–".into(),
         };
         let met = match t.met {
             Some(true) => "yes",
@@ -1124,6 +1258,84 @@ fn markdown(
         }
     }
     md
+}
+
+/// Bytes of server memory per open stream: the RSS with every stream open minus the RSS
+/// before, divided by the streams.
+fn bytes_per_stream(r: &RunRecord) -> Option<f64> {
+    (r.ok() && r.concurrency > 0 && r.rss_after_kib > 0 && r.rss_idle_kib > 0).then(|| {
+        (r.rss_after_kib as f64 - r.rss_idle_kib as f64) * 1024.0 / f64::from(r.concurrency)
+    })
+}
+
+/// The open-streams scenario, one line per server that ran it.
+fn streams_table(md: &mut String, runs: &Runs) {
+    let rows: Vec<&RunRecord> = PEERS
+        .iter()
+        .filter_map(|p| {
+            runs.all
+                .iter()
+                .rev()
+                .find(|r| r.peer == *p && r.scenario == STREAMS)
+        })
+        .collect();
+    let Some(first) = rows.first() else {
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "\n### Open `subscriptions/listen` streams\n\n\
+         {} idle streams, each its own connection subscribed to one resource; then {} `publish` \
+         calls one after the other, each announcing `notifications/resources/updated` for that \
+         resource, timed from sending the call to the update's arrival on each stream. Per \
+         stream: (RSS with every stream open and idle − RSS before the first) ÷ streams. The \
+         load generator reads every stream on one core, so the time to the last stream \
+         includes its own work for the streams before it; the CPU shares (of the publishing \
+         window, pauses between publishes included) show which side set the pace.\n",
+        fmt_thr(f64::from(first.concurrency)),
+        first.publishes.max(1)
+    );
+    table_head(
+        md,
+        &[
+            "server",
+            "open all (s)",
+            "RSS before",
+            "RSS with the streams",
+            "per stream",
+            "publish → one stream (p50 / p99)",
+            "publish → every stream (median / slowest)",
+            "server CPU per delivery",
+            "CPU share: server / load generator",
+        ],
+    );
+    for r in rows {
+        if !r.ok() {
+            let _ = writeln!(
+                md,
+                "| {} | **FAILED** ({}) | | | | | | | |",
+                r.peer,
+                r.error_samples.first().map_or("errors", String::as_str)
+            );
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "| {} | {:.2} | {:.1} MiB | {:.1} MiB | {} | {} / {} | {} / {} | {:.2} µs | {:.0} % / {:.0} % |",
+            r.peer,
+            r.open_s,
+            r.rss_idle_kib as f64 / 1024.0,
+            r.rss_after_kib as f64 / 1024.0,
+            bytes_per_stream(r).map_or("–".into(), |b| format!("{:.1} KiB", b / 1024.0)),
+            fmt_us(r.p50_us),
+            fmt_us(r.p99_us),
+            fmt_us(r.all_delivered_p50_us),
+            fmt_us(r.all_delivered_max_us),
+            r.server_cpu_us_per_call,
+            100.0 * r.server_cpu_util,
+            100.0 * r.load_cpu_util,
+        );
+    }
 }
 
 /// Latency at 1 connection across cores and on one core, with the floor beside the servers.
@@ -1158,11 +1370,10 @@ fn latency_floor_table(md: &mut String, runs: &Runs, machine: &Value) {
          call wakes an idle core twice; on one core, the latency is the work of both sides and \
          the switches between them.\n"
     );
-    let _ = writeln!(
-        md,
-        "| placement | floor (no HTTP) | ceiling | arctern | rmcp (fair config) | Python reference | arctern / rmcp (p50) |"
-    );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    let mut columns = vec!["placement", "floor (no HTTP)"];
+    columns.extend(PEERS.iter().map(|p| peer_heading(p)));
+    columns.push("arctern / rmcp (p50)");
+    table_head(md, &columns);
     let latency = |run: Option<&RunRecord>| match run {
         None => "–".into(),
         Some(r) if !r.ok() => format!("**FAILED** ({} errors)", r.errors),
@@ -1185,16 +1396,10 @@ fn latency_floor_table(md: &mut String, runs: &Runs, machine: &Value) {
         ),
     ] {
         let p50 = |peer| runs.ok(peer, scenario, 1).map(|r| r.p50_us);
-        let _ = writeln!(
-            md,
-            "| {placement} | {} | {} | {} | {} | {} | {} |",
-            latency(floor_run),
-            latency(runs.get("ceiling", scenario, 1)),
-            latency(runs.get("arctern", scenario, 1)),
-            latency(runs.get("rmcp", scenario, 1)),
-            latency(runs.get("python", scenario, 1)),
-            fmt_ratio(ratio(p50("arctern"), p50("rmcp"))),
-        );
+        let mut cells = vec![placement, latency(floor_run)];
+        cells.extend(PEERS.iter().map(|p| latency(runs.get(p, scenario, 1))));
+        cells.push(fmt_ratio(ratio(p50("arctern"), p50("rmcp"))));
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
     let floor_cpu: Vec<String> = [(floor, "across cores"), (floor_same, "on one core")]
         .into_iter()
@@ -1437,6 +1642,133 @@ mod tests {
         assert_eq!(ratios, vec![95.0, 103.0, 90.0]);
         assert!(approx(i.ratio, 0.95));
         assert_eq!(i.cpu_ratio, Some(1.0));
+    }
+
+    fn target<'a>(all: &'a [Target], name: &str) -> &'a Target {
+        all.iter()
+            .find(|t| t.target == name)
+            .unwrap_or_else(|| panic!("no target {name:?}"))
+    }
+
+    fn all_targets(runs: &Runs) -> Vec<Target> {
+        targets(runs, &BTreeMap::new(), &LatencyFloor::new(runs), None, None)
+    }
+
+    /// One open-streams run: `kib_before` and `kib_open` of server RSS, 1,000 streams.
+    fn streams_run(peer: &str, kib_before: u64, kib_open: u64) -> RunRecord {
+        RunRecord {
+            peer: peer.into(),
+            scenario: STREAMS.into(),
+            concurrency: 1000,
+            calls: 5000,
+            requests_per_call: 1,
+            p50_us: 900.0,
+            p99_us: 4000.0,
+            rss_idle_kib: kib_before,
+            rss_after_kib: kib_open,
+            publishes: 5,
+            all_delivered_p50_us: 4100.0,
+            all_delivered_max_us: 5000.0,
+            open_s: 0.5,
+            server_cpu_us_per_call: 1.5,
+            ..RunRecord::default()
+        }
+    }
+
+    #[test]
+    fn the_flow_and_ceiling_targets_use_the_32_connection_rows() {
+        let runs = Runs {
+            all: vec![
+                run("ceiling", "echo", 32, 100_000.0, 7.0, 0),
+                run("arctern", "echo", 32, 80_000.0, 12.0, 0),
+                run("arctern", "confirm", 32, 30_000.0, 33.0, 0),
+                run("rmcp", "echo", 32, 20_000.0, 42.0, 0),
+                run("rmcp", "confirm", 32, 8_000.0, 100.0, 0),
+                run("typescript", "confirm", 32, 300.0, 3300.0, 0),
+            ],
+        };
+        let all = all_targets(&runs);
+        let flow = target(
+            &all,
+            "2-round confirm flow vs one echo call, throughput at 32 connections",
+        );
+        assert!(approx(flow.measured.unwrap(), 80.0 / 30.0));
+        assert_eq!(flow.met, Some(false));
+        assert!(
+            flow.note
+                .contains("per flow 33.0 µs, per echo call 12.0 µs (2.75×)"),
+            "{}",
+            flow.note
+        );
+        assert!(flow.note.ends_with("rmcp: 2.50×"), "{}", flow.note);
+        let share = target(
+            &all,
+            "echo throughput at 32 connections, share of the ceiling",
+        );
+        assert!(approx(share.measured.unwrap(), 0.8));
+        assert_eq!(share.met, Some(false));
+        let ts = target(
+            &all,
+            "server CPU per confirm flow, TypeScript SDK / arctern (32 connections)",
+        );
+        assert!(approx(ts.measured.unwrap(), 100.0));
+        assert_eq!(ts.met, Some(true));
+        assert!(
+            ts.note.starts_with("throughput: 100× the TypeScript SDK's"),
+            "{}",
+            ts.note
+        );
+
+        let md = markdown(&runs, &BTreeMap::new(), &all, None, None, &Value::Null, &[]);
+        assert!(md.contains(
+            "| echo throughput at 32 connections, share of the ceiling | 80 % | ≥ 90 % | **no** |"
+        ));
+        assert!(md.contains(
+            "| scenario | ceiling | arctern | rmcp (fair config) | TypeScript SDK | Python reference \
+             | arctern / rmcp | arctern / TypeScript | arctern / Python |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        ));
+        assert!(md.contains(
+            "| HTTP 2-round `confirm` flow, 32 connections | – | 30,000 (0 µs / 0 µs) | 8,000 (0 µs \
+             / 0 µs) | 300 (0 µs / 0 µs) | – | 3.75× | 100× | – |"
+        ));
+    }
+
+    #[test]
+    fn streams_give_memory_per_stream_and_its_target() {
+        let runs = Runs {
+            all: vec![
+                streams_run("arctern", 6000, 18_000),
+                streams_run("rmcp", 6000, 56_000),
+                streams_run("typescript", 70_000, 100_000),
+            ],
+        };
+        assert!(approx(
+            bytes_per_stream(&runs.all[0]).unwrap(),
+            12.0 * 1024.0
+        ));
+        let all = all_targets(&runs);
+        let t = target(&all, "memory per idle subscriptions/listen stream vs rmcp");
+        assert!(approx(t.measured.unwrap(), 0.24));
+        assert_eq!(t.met, Some(true));
+        assert_eq!(
+            t.note,
+            "per stream with 1,000 open: arctern 12.0 KiB, rmcp 50.0 KiB, typescript 30.0 KiB"
+        );
+        let md = markdown(&runs, &BTreeMap::new(), &all, None, None, &Value::Null, &[]);
+        assert!(md.contains("### Open `subscriptions/listen` streams\n\n1,000 idle streams"));
+        assert!(md.contains(
+            "| arctern | 0.50 | 5.9 MiB | 17.6 MiB | 12.0 KiB | 900 µs / 4.00 ms | 4.10 ms / 5.00 ms \
+             | 1.50 µs | 0 % / 0 % |"
+        ));
+        // A failed run says so instead of inventing figures.
+        let mut failed = streams_run("rmcp", 6000, 0);
+        failed.errors = 1;
+        failed.error_samples = vec!["stream 7: the server closed the stream".into()];
+        let runs = Runs { all: vec![failed] };
+        assert_eq!(bytes_per_stream(&runs.all[0]), None);
+        let md = markdown(&runs, &BTreeMap::new(), &[], None, None, &Value::Null, &[]);
+        assert!(md.contains("| rmcp | **FAILED** (stream 7: the server closed the stream) |"));
     }
 
     #[test]

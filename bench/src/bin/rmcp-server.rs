@@ -9,8 +9,16 @@
 //!   associated data binding it to the tool and its argument), codec created once;
 //! * the streamable HTTP service driven by hyper directly (no router in front).
 //!
+//! With `--listen` it registers `echo` and `publish` and advertises `resources.subscribe`
+//! (the open-streams scenario). rmcp leaves the fan-out of changes to the server: its
+//! `ServerHandler::listen` runs once per open `subscriptions/listen` stream, after the SDK
+//! has sent the acknowledgement. Here each stream waits on one `tokio::sync::broadcast`
+//! channel shared by the server and forwards every update through its `SubscriptionSink`
+//! (which checks the accepted filter and stamps the subscription id); `publish` sends on
+//! that channel.
+//!
 //! ```text
-//! rmcp-server [--many] (--port N | --stdio)
+//! rmcp-server [--many | --listen] (--port N | --stdio)
 //! ```
 
 use std::io::Read as _;
@@ -28,9 +36,10 @@ use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
-    ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, RequestStateCodec,
-    SealOptions,
+    ElicitationSchema, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    RequestStateCodec, SealOptions, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
+use rmcp::service::SubscriptionContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService, stdio_pipes};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
@@ -48,9 +57,15 @@ struct Cli {
     #[arg(long)]
     stdio: bool,
     /// Register `echo` and 99 generated tools instead of `echo` and `confirm`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "listen")]
     many: bool,
+    /// Register `echo` and `publish` and advertise `resources.subscribe` instead.
+    #[arg(long)]
+    listen: bool,
 }
+
+/// Updates queued for the listen streams; a stream further behind skips the ones it missed.
+const UPDATES_BUFFER: usize = 64;
 
 /// How long a sealed `confirm` state stays valid.
 const STATE_TTL: Duration = Duration::from_secs(300);
@@ -62,18 +77,31 @@ struct TextArg {
     text: String,
 }
 
+/// Arguments of `publish`.
+#[derive(Deserialize, JsonSchema)]
+struct PublishArg {
+    /// The resource that changed.
+    uri: String,
+}
+
 /// The server: everything expensive is built once and shared by every request's clone.
 #[derive(Clone)]
 struct RmcpBench {
     router: Arc<ToolRouter<RmcpBench>>,
     codec: Arc<RequestStateCodec>,
     confirm_schema: Arc<ElicitationSchema>,
+    /// Whether `resources.subscribe` is advertised and `subscriptions/listen` served.
+    listen: bool,
+    /// Resource updates for the open listen streams (URIs).
+    updates: tokio::sync::broadcast::Sender<Arc<str>>,
 }
 
 impl RmcpBench {
-    fn new(many: bool) -> Result<RmcpBench, Box<dyn std::error::Error>> {
-        let router = if many {
+    fn new(cli: &Cli) -> Result<RmcpBench, Box<dyn std::error::Error>> {
+        let router = if cli.many {
             Self::echo_router() + Self::many_router()
+        } else if cli.listen {
+            Self::echo_router() + Self::publish_router()
         } else {
             Self::echo_router() + Self::confirm_router()
         };
@@ -84,7 +112,21 @@ impl RmcpBench {
             router: Arc::new(router),
             codec: Arc::new(RequestStateCodec::try_new(key.to_vec())?),
             confirm_schema: Arc::new(ElicitationSchema::builder().required_bool("ok").build()?),
+            listen: cli.listen,
+            updates: tokio::sync::broadcast::channel(UPDATES_BUFFER).0,
         })
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        if self.listen {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        }
     }
 }
 
@@ -155,10 +197,54 @@ impl RmcpBench {
     }
 }
 
+#[tool_router(router = publish_router)]
+impl RmcpBench {
+    #[tool(
+        description = "Announces that a resource changed to every listen stream subscribed to it."
+    )]
+    async fn publish(&self, Parameters(a): Parameters<PublishArg>) -> String {
+        // An error only means that no stream is open.
+        let _ = self.updates.send(a.uri.into());
+        "published".into()
+    }
+}
+
 include!(concat!(env!("OUT_DIR"), "/many_rmcp.rs"));
 
-#[tool_handler(router = self.router, name = "rmcp-bench", version = "0.1.0")]
-impl ServerHandler for RmcpBench {}
+#[tool_handler(router = self.router)]
+impl ServerHandler for RmcpBench {
+    /// What `#[tool_handler(name = …, version = …)]` generates, plus `resources.subscribe`
+    /// in the listen variant.
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(self.capabilities())
+            .with_server_info(Implementation::new("rmcp-bench", "0.1.0"))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.listen
+            .then(|| requested.supported_by(&self.capabilities()))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut updates = self.updates.subscribe();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                update = updates.recv() => match update {
+                    Ok(uri) => {
+                        // The sink drops URIs this stream did not subscribe to.
+                        let _ = context.sink().notify_resource_updated(&*uri).await;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+}
 
 async fn serve_http(server: RmcpBench, port: u16) -> Result<(), Box<dyn std::error::Error>> {
     let config = StreamableHttpServerConfig::default()
@@ -191,7 +277,7 @@ async fn serve_stdio(server: RmcpBench) -> Result<(), Box<dyn std::error::Error>
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let served = match RmcpBench::new(cli.many) {
+    let served = match RmcpBench::new(&cli) {
         Ok(server) => match cli.port {
             Some(port) if !cli.stdio => serve_http(server, port).await,
             _ => serve_stdio(server).await,

@@ -27,7 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use arctern::client::{Client, ClientBuilder, Era, StdioCommand};
+use arctern::Era;
+use arctern::client::{Client, ClientBuilder, StdioCommand};
 use arctern::types::elicitation::ElicitResult;
 use arctern_bench::rss::vm_rss_kib;
 use clap::Parser;
@@ -63,7 +64,7 @@ struct Cli {
 mod contract {
     use arctern::server::McpServer;
     use arctern::server::extract::Args;
-    use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+    use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
     use schemars::JsonSchema;
     use serde::Deserialize;
 
@@ -82,9 +83,10 @@ mod contract {
     }
 
     impl Question for Confirm {
-        const KEY: &'static str = "confirm";
-        fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-            Ok(Ask::form("Confirm?"))
+        type Args = NoArgs;
+        type Answer = Confirm;
+        fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
+            Ok(Ask::form("confirm", "Confirm?"))
         }
     }
 

@@ -10,6 +10,13 @@
 //! `MCP_CONFORMANCE_CONTEXT`. Every exchange goes through [`arctern::client::Client`], so the
 //! suite checks the SDK, not this file.
 //!
+//! Scenarios named `auth/…` run with an [`arctern::auth::client::OAuth`] authorizer: the
+//! authorization code flow with a headless step (the suite's authorization server
+//! redirects at once; the code is read from `Location`), the suite's Client ID Metadata
+//! Document URL, and what `MCP_CONFORMANCE_CONTEXT` gives — a pre-registered client (with a
+//! secret or a private key), and the grant of the extension scenarios (client credentials,
+//! JWT bearer, enterprise-managed).
+//!
 //! The wire decides the era: a wire before 2026-07-28 pins the client to the legacy era
 //! (`initialize`, a session, server→client requests answered by the same handlers), so that
 //! nothing of the modern wire (a `server/discover` probe) reaches a mock that validates every
@@ -21,7 +28,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use arctern::client::{Client, Continuation, Era, InputOrigin, Outcome};
+use arctern::Era;
+use arctern::auth::client::{EnterpriseManaged, Grant, Headless, OAuth, PreRegistered};
+use arctern::auth::jose::SigningKey;
+use arctern::client::{Client, Continuation, HttpTransport, InputOrigin, Outcome};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::roots::Root;
 use arctern::types::sampling::CreateMessageResult;
@@ -82,7 +92,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(scenario: &str, url: &str, context: &Value, era: Option<Era>) -> Step {
-    let client = connect(url, era).await?;
+    let oauth = if scenario.starts_with("auth/") {
+        Some(oauth(scenario, context)?)
+    } else {
+        None
+    };
+    let client = connect(url, era, oauth).await?;
     let result = match scenario {
         "tools_call" => tools_call(&client).await,
         "request-metadata" => request_metadata(&client).await,
@@ -112,9 +127,61 @@ async fn run(scenario: &str, url: &str, context: &Value, era: Option<Era>) -> St
     result
 }
 
+/// The redirect URI of the headless authorization step: the suite's authorization server
+/// redirects there at once, and nothing needs to listen.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The Client ID Metadata Document URL the suite expects (its authorization server never
+/// fetches it).
+const CLIENT_METADATA_DOCUMENT: &str = "https://conformance-test.local/client-metadata.json";
+
+fn context_str<'a>(context: &'a Value, key: &str) -> Result<&'a str, Failure> {
+    context
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("MCP_CONFORMANCE_CONTEXT has no {key}").into())
+}
+
+/// OAuth as the scenario describes it: the authorization code flow with a headless step
+/// by default; the grant, and a pre-registered client, from the context.
+fn oauth(scenario: &str, context: &Value) -> Result<OAuth, Failure> {
+    let mut builder = OAuth::builder()
+        .client_name("arctern-conformance-client")
+        .step(Headless::new(REDIRECT_URI))
+        .client_metadata_document(CLIENT_METADATA_DOCUMENT);
+    if let Some(id) = context.get("client_id").and_then(Value::as_str) {
+        let mut client = PreRegistered::new(id);
+        if let Some(secret) = context.get("client_secret").and_then(Value::as_str) {
+            client = client.secret(secret);
+        }
+        if let Some(pem) = context.get("private_key_pem").and_then(Value::as_str) {
+            client = client.private_key(SigningKey::from_pkcs8_pem(pem)?);
+        }
+        builder = builder.pre_registered(client);
+    }
+    builder = match scenario {
+        "auth/client-credentials-basic" | "auth/client-credentials-jwt" => {
+            builder.grant(Grant::ClientCredentials)
+        }
+        "auth/wif-jwt-bearer" => builder.grant(Grant::JwtBearer {
+            assertion: context_str(context, "valid_jwt")?.to_owned(),
+        }),
+        "auth/enterprise-managed-authorization" => {
+            builder.grant(Grant::EnterpriseManaged(EnterpriseManaged::new(
+                context_str(context, "idp_token_endpoint")?,
+                context_str(context, "idp_client_id")?,
+                context_str(context, "idp_id_token")?,
+            )))
+        }
+        _ => builder,
+    };
+    Ok(builder.build())
+}
+
 /// A client that answers every kind of question, so that it declares (and the suite can
-/// check) every client capability. `era` pins the era; `None` detects it.
-async fn connect(url: &str, era: Option<Era>) -> Result<Client, Failure> {
+/// check) every client capability. `era` pins the era; `None` detects it. With `oauth`,
+/// every request is authorized.
+async fn connect(url: &str, era: Option<Era>, oauth: Option<OAuth>) -> Result<Client, Failure> {
     let mut builder = Client::builder();
     if let Some(era) = era {
         builder = builder.era(era);
@@ -149,9 +216,12 @@ async fn connect(url: &str, era: Option<Era>) -> Result<Client, Failure> {
                 "This is a canned answer from the conformance client.",
             ))
         })
-        .roots(vec![Root::new("file:///conformance/root")])
-        .connect(url)
-        .await?;
+        .roots(vec![Root::new("file:///conformance/root")]);
+    let mut transport = HttpTransport::builder(url);
+    if let Some(oauth) = oauth {
+        transport = transport.authorizer(oauth);
+    }
+    let client = client.connect_with(transport.build()?).await?;
     eprintln!(
         "conformance-client: connected at {} ({:?} era) to {:?}",
         client.protocol_version(),

@@ -37,10 +37,12 @@ pub struct Asker {
     pub request: String,
     /// The question's key.
     pub key: String,
+    /// Whether the question was asked before in this command (its answer was not accepted).
+    pub again: bool,
 }
 
 /// Bold, when stderr is a terminal.
-fn bold(s: &str) -> String {
+pub fn bold(s: &str) -> String {
     if std::io::stderr().is_terminal() {
         format!("\x1b[1m{s}\x1b[0m")
     } else {
@@ -53,8 +55,9 @@ fn header(asker: &Asker, message: &str) {
     let _ = writeln!(err);
     let _ = writeln!(
         err,
-        "{} asks ({}, question {:?}):",
+        "{} asks{} ({}, question {:?}):",
         bold(&asker.server),
+        if asker.again { " again" } else { "" },
         asker.request,
         asker.key
     );
@@ -444,9 +447,13 @@ pub fn ask_url(asker: &Asker, params: &ElicitRequestUrlParams) -> Result<Reply, 
     }
 }
 
-/// Hands the URL to the platform's opener.
-fn open_in_browser(url: &str) -> Result<(), String> {
-    let mut command = if cfg!(target_os = "macos") {
+/// Hands the URL to the program named by `$BROWSER` (run with the URL as its argument),
+/// else to the platform's opener.
+pub fn open_in_browser(url: &str) -> Result<(), String> {
+    let browser = std::env::var_os("BROWSER").filter(|b| !b.is_empty());
+    let mut command = if let Some(browser) = browser {
+        std::process::Command::new(browser)
+    } else if cfg!(target_os = "macos") {
         std::process::Command::new("open")
     } else if cfg!(windows) {
         let mut c = std::process::Command::new("rundll32");
@@ -460,11 +467,17 @@ fn open_in_browser(url: &str) -> Result<(), String> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    match command.status() {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("the opener exited with {s}")),
-        Err(e) => Err(e.to_string()),
-    }
+    // Not waited for here: a browser may come back to this process (a loopback redirect)
+    // before it exits. A thread reaps it.
+    let mut child = command.spawn().map_err(|e| e.to_string())?;
+    std::thread::spawn(move || {
+        if let Ok(status) = child.wait()
+            && !status.success()
+        {
+            tracing::debug!(%status, "the browser opener failed");
+        }
+    });
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! The `arctern` command: serve a demo MCP server, and call any MCP server from a terminal.
 //!
 //! ```text
-//! arctern serve [--bind 127.0.0.1] [--port 8000] [--stdio]   the demo server
+//! arctern serve [--bind 127.0.0.1] [--port 8000] [--stdio]   the demo server (fleet member: --key-file, --redis, --instance-id)
 //! arctern call <URL> <TOOL> [--arg K=V]... [--json '{…}']
 //! arctern call --stdio "<COMMAND>" <TOOL> ...         the same, with the server as a child process
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
 //! arctern read <URL> <URI>          arctern prompt <URL> <NAME> [--arg K=V]...
+//! arctern login <URL>               arctern logout <URL>
 //! ```
 //!
 //! `call` lists the server's tools to find the tool's input schema and types each `--arg`
@@ -13,10 +14,21 @@
 //! answers `input_required`, each question is answered in turn: from `--answer KEY=VALUE` or
 //! `--decline KEY` when given (see [`answers`]), otherwise in an interactive terminal form
 //! built from the question's `requestedSchema` (see [`form`]), with accept, decline and
-//! cancel. A URL question shows the full URL and its domain and opens nothing without
+//! cancel. Choices show their options by title (by value when they have none) and are picked
+//! with the arrow keys; `--answer` takes an option's value or title and is checked against
+//! the options offered before it is sent. When the server asks a question again because it
+//! did not accept an answer, its reason is shown (and a refused `--answer` stops the
+//! command). A URL question shows the full URL and its domain and opens nothing without
 //! consent. Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused
 //! without it; roots come from `--root`. Progress notifications draw progress bars and log
 //! messages print on stderr; results print on stdout, images and audio are saved to files.
+//!
+//! HTTPS servers are verified against the system's roots, `SSL_CERT_FILE` and `--cacert
+//! FILE`. A server that wants OAuth gets it: the first time, the command shows the sign-in
+//! page's URL and domain and opens the browser only with consent, then receives the
+//! authorization code on a loopback redirect (see [`login`]); the token is kept, so the next
+//! command needs no sign-in. `arctern login URL` signs in ahead of time, `arctern logout URL`
+//! forgets.
 //!
 //! For scripts: `--output json` prints one JSON document on stdout (`{"result": …}` or
 //! `{"error": …}`), and when stdin is not a terminal (or with `--no-input`) a question
@@ -28,7 +40,7 @@
 //! | --- | --- |
 //! | 0 | success |
 //! | 1 | the tool ran and reported an error (`isError`) |
-//! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` |
+//! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` (or one the server did not accept) |
 //! | 3 | connection or protocol failure: the server could not be reached or started, answered with a JSON-RPC error, or timed out |
 //! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), or a declined or cancelled question that kept the request from completing |
 //! | 5 | a local step failed: the sampling command, or saving a file |
@@ -36,15 +48,17 @@
 
 mod answers;
 mod args;
-mod demo;
+mod demo_notes;
 mod exit;
 mod fields;
 mod form;
 mod inspect;
+mod login;
 mod output;
 mod progress;
 mod sampling;
 mod sanitize;
+mod serve;
 mod session;
 
 use std::path::PathBuf;
@@ -52,9 +66,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use arctern::client::Client;
-use arctern::transport::http::{HttpConfig, HttpServer};
 use clap::{Args, Parser, Subcommand};
-use serde_json::Value;
 
 use crate::exit::{Exit, Failure};
 use crate::output::Format;
@@ -66,7 +78,7 @@ Exit codes:
   0    success
   1    the tool ran and reported an error (isError)
   2    usage error: bad flags, an argument that does not fit the tool's schema, an unknown
-       tool or prompt, a malformed or unfitting --answer
+       tool or prompt, a malformed or unfitting --answer (or one the server did not accept)
   3    connection or protocol failure: the server could not be reached or started,
        answered with a JSON-RPC error, or timed out
   4    input required but not given: a question with no --answer when stdin is not a
@@ -83,9 +95,12 @@ Answering without a terminal:
   JSON object of the form's fields:  --answer region='{\"region\":\"eu-west-1\"}'
   When the form has exactly one field, the value alone works too:  --answer region=eu-west-1
   (text as is; numbers; true/false; an option's value or title; a comma-separated list or
-  JSON array for a multi-select). Fields left out take their default. URL questions take
-  accept, decline or cancel. --decline KEY declines. A question without either, when stdin
-  is not a terminal, fails at once with exit code 4, naming its key and expected schema.";
+  JSON array for a multi-select). Fields left out take their default. An answer is checked
+  against the question before it is sent (the options offered, bounds, formats): one that
+  does not fit fails with exit code 2, and so does one the server asks again for, with the
+  server's reason. URL questions take accept, decline or cancel. --decline KEY declines. A
+  question without either, when stdin is not a terminal, fails at once with exit code 4,
+  naming its key and expected schema.";
 
 #[derive(Parser)]
 #[command(
@@ -107,24 +122,7 @@ enum Command {
     /// Serve the demo server: tools that ask the user, the client's LLM or its roots before
     /// they finish, a prompt and a resource template that ask too, and the benchmark's echo
     /// and confirm.
-    Serve {
-        /// Port to listen on (0 picks a free one). With --output json, the first line on
-        /// stdout is {"url": "…"}.
-        #[arg(long, default_value_t = 8000)]
-        port: u16,
-        /// Address to listen on. 0.0.0.0 (in a container, say) answers only requests whose
-        /// Host is a loopback name (localhost, 127.0.0.1) unless --allow-host names others:
-        /// the defence against DNS rebinding.
-        #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
-        bind: std::net::IpAddr,
-        /// A Host the server answers besides loopback names, such as mcp.example.com or
-        /// mcp.example.com:8000 (repeatable).
-        #[arg(long = "allow-host", value_name = "HOST")]
-        allow_hosts: Vec<String>,
-        /// Serve over stdin/stdout instead of HTTP.
-        #[arg(long)]
-        stdio: bool,
-    },
+    Serve(serve::ServeArgs),
     /// Call a tool; the server's questions are asked in the terminal (or answered with
     /// --answer).
     #[command(
@@ -159,6 +157,27 @@ enum Command {
         after_help = format!("{ANSWER_HELP}\n\n{EXIT_CODES}")
     )]
     Prompt(PromptArgs),
+    /// Sign in to a server that wants OAuth (in the browser, with consent), and keep the
+    /// token for the next commands (in $ARCTERN_CREDENTIALS, else
+    /// ~/.config/arctern/credentials.json).
+    #[command(after_help = EXIT_CODES)]
+    Login(LoginArgs),
+    /// Forget the sign-in kept for a server.
+    #[command(after_help = EXIT_CODES)]
+    Logout {
+        /// The server's URL.
+        #[arg(value_name = "URL")]
+        url: String,
+    },
+}
+
+#[derive(Args)]
+struct LoginArgs {
+    /// The server's URL, such as https://mcp.example.com/mcp.
+    #[arg(value_name = "URL")]
+    url: String,
+    #[command(flatten)]
+    conn: ConnectArgs,
 }
 
 #[derive(Args)]
@@ -258,12 +277,7 @@ async fn main() -> ExitCode {
     };
     let format = cli.output;
     let outcome = match cli.command {
-        Command::Serve {
-            port,
-            bind,
-            allow_hosts,
-            stdio,
-        } => serve((bind, port), &allow_hosts, stdio, format)
+        Command::Serve(a) => serve::serve(a, format)
             .await
             .map(|()| Exit::Ok)
             .map_err(|e| Failure::new(Exit::Connection, format!("serve: {e}"))),
@@ -278,6 +292,14 @@ async fn main() -> ExitCode {
         }
         Command::Read(a) => within(a.conn.whole_timeout(), read(a, format)).await,
         Command::Prompt(a) => within(a.conn.whole_timeout(), prompt(a, format)).await,
+        Command::Login(a) => {
+            if a.conn.stdio.is_some() {
+                Err(Failure::usage("login applies to HTTP servers only"))
+            } else {
+                login::login(&a.url, &a.conn).await
+            }
+        }
+        Command::Logout { url } => login::logout(&url).await,
     };
     match outcome {
         Ok(exit) => exit.into(),
@@ -289,64 +311,6 @@ async fn main() -> ExitCode {
             f.exit.into()
         }
     }
-}
-
-/// Serves the demo until Ctrl-C. With `--output json` over HTTP, the first line on stdout is
-/// `{"url": …}`, for scripts that start the server on `--port 0`.
-async fn serve(
-    addr: (std::net::IpAddr, u16),
-    allow_hosts: &[String],
-    stdio: bool,
-    format: Format,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let server = demo::server()?;
-    if stdio {
-        server.serve_stdio().await?;
-        return Ok(());
-    }
-    // Loopback names stay allowed next to the listed hosts.
-    let config = allow_hosts
-        .iter()
-        .fold(HttpConfig::new().localhost_only(true), |c, h| {
-            c.allow_host(h)
-        });
-    let bound = HttpServer::new(server)
-        .bind(addr)
-        .config(config)
-        .listen()
-        .await?;
-    let local = bound.local_addr();
-    // Bound to every interface, the server is reached (and answers) under a loopback name.
-    let url = match local.ip() {
-        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
-            format!("http://127.0.0.1:{}/mcp", local.port())
-        }
-        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
-            format!("http://[::1]:{}/mcp", local.port())
-        }
-        _ => bound.url(),
-    };
-    if format == Format::Json {
-        output::line(
-            false,
-            &serde_json::json!({ "url": url.to_string() }).to_string(),
-        );
-    }
-    eprintln!("arctern demo server listening on {url}");
-    eprintln!();
-    let arctern = how_to_run();
-    eprintln!("Try it from another terminal:");
-    eprintln!("  {arctern} call {url} provision --arg name=orders");
-    eprintln!("  {arctern} call {url} provision --arg name=orders --answer region=eu-west-1");
-    eprintln!("  {arctern} tools {url}");
-    eprintln!("Or point any MCP client (protocol 2026-07-28) at {url}.");
-    eprintln!("Press Ctrl-C to stop.");
-    bound
-        .serve_with_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
-    Ok(())
 }
 
 /// Whether a command line that clap refused asked for `--output json`.
@@ -364,7 +328,7 @@ fn wants_json(args: impl Iterator<Item = String>) -> bool {
 /// How a person in another terminal runs this program: `arctern` when that name on the
 /// `PATH` is this program; `cargo run -p arctern-cli --` when it runs from a cargo build
 /// (the README's first command); otherwise its full path.
-fn how_to_run() -> String {
+pub(crate) fn how_to_run() -> String {
     let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
         return "arctern".into();
     };
@@ -455,7 +419,7 @@ async fn call(a: CallArgs, format: Format) -> Result<Exit, Failure> {
     let arguments =
         args::build(&tool.input_schema, a.json.as_deref(), &a.args).map_err(Failure::usage)?;
     let what = format!("calling tool {tool_name:?}");
-    let result = client.call_tool(&tool_name, Value::Object(arguments)).await;
+    let result = client.call_tool(&tool_name, &arguments).await;
     let _ = client.close().await;
     let result = match result {
         Ok(r) => r,
@@ -537,7 +501,7 @@ async fn prompt(a: PromptArgs, format: Format) -> Result<Exit, Failure> {
     let found = inspect::find_prompt(&prompts, &name)?;
     let arguments = inspect::prompt_arguments(found, &a.args)?;
     let what = format!("getting prompt {name:?}");
-    let result = client.get_prompt(&name, arguments).await;
+    let result = client.get_prompt(&name, &arguments).await;
     let _ = client.close().await;
     let result = match result {
         Ok(r) => r,

@@ -2,6 +2,7 @@
 //! (from pre-answers or the terminal), sampling (through `--sampling-command`), roots (from
 //! `--root`), with progress bars and log lines on stderr.
 
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,9 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arctern::ErrorKind;
-use arctern::client::{
-    Client, ClientHandler, HandlerCapabilities, HttpTransport, Input, StdioCommand,
-};
+use arctern::client::{Client, ClientHandler, HandlerCapabilities, Input, StdioCommand};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::logging::LoggingLevel;
 use arctern::types::roots::{ListRootsRequestParams, ListRootsResult, Root};
@@ -44,6 +43,13 @@ pub struct ConnectArgs {
     /// gets only these and HOME, LOGNAME, PATH, SHELL, TERM and USER from this environment.
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
+    /// Trust the CA certificates of this PEM file for HTTPS, besides the system's
+    /// (repeatable; SSL_CERT_FILE works too).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Vec<std::path::PathBuf>,
+    /// How long a sign-in in the browser may take, in seconds (for servers that want OAuth).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub login_timeout: u64,
 }
 
 impl ConnectArgs {
@@ -192,6 +198,8 @@ pub struct Session {
     endpoint: std::sync::OnceLock<String>,
     /// Whether the user let `--sampling-command` run (asked once, on a terminal).
     sampling_allowed: tokio::sync::OnceCell<bool>,
+    /// The keys of the forms asked so far.
+    asked: Mutex<BTreeSet<String>>,
 }
 
 impl Session {
@@ -228,6 +236,7 @@ impl Session {
             refused: AtomicBool::new(false),
             endpoint: std::sync::OnceLock::new(),
             sampling_allowed: tokio::sync::OnceCell::new(),
+            asked: Mutex::new(BTreeSet::new()),
         }))
     }
 
@@ -254,25 +263,17 @@ impl Session {
         let where_ = endpoint.describe();
         let connected = match endpoint {
             Endpoint::Url(url) => {
-                let mut transport = HttpTransport::builder(url);
-                for h in &conn.headers {
-                    let Some((name, value)) = h.split_once(':') else {
-                        return Err(Failure::usage(format!(
-                            "--header expects \"Name: value\", got {h:?}"
-                        )));
-                    };
-                    transport = transport
-                        .header(name.trim(), value.trim())
-                        .map_err(|e| Failure::usage(format!("--header {h:?}: {e}")))?;
-                }
-                let transport = transport
-                    .build()
-                    .map_err(|e| Failure::usage(format!("{url:?}: {e}")))?;
+                let (oauth, _) =
+                    crate::login::oauth(url, self.interactive, conn.login_timeout).await?;
+                let transport = crate::login::transport(url, conn, Some(oauth))?;
                 builder.connect_with(transport).await
             }
             Endpoint::Stdio(words) => {
                 if !conn.headers.is_empty() {
                     return Err(Failure::usage("--header applies to HTTP servers only"));
+                }
+                if !conn.cacert.is_empty() {
+                    return Err(Failure::usage("--cacert applies to HTTPS servers only"));
                 }
                 let (program, args) = words.split_first().expect("resolve refuses empty commands");
                 let mut command = StdioCommand::new(program).args(args);
@@ -337,11 +338,23 @@ impl Session {
 
     async fn elicit(&self, input: Input<ElicitRequestParams>) -> arctern::Result<ElicitResult> {
         let key = input.key().to_owned();
-        let asker = self.asker(&input);
+        let mut asker = self.asker(&input);
+        // A form asked again in one command did not take its answer; the server's message
+        // says why. (A URL question may be asked again until the user finishes out of band.)
+        asker.again = matches!(input.params(), ElicitRequestParams::Form(_))
+            && !self
+                .asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key.clone());
         match self.pre.lookup(&key) {
             Some(Pre::Decline) => {
                 self.note(&format!("Declined question {key:?} (--decline)."));
                 return Ok(self.refuse(ElicitResult::decline()));
+            }
+            // The same answer would be refused again: stop, and show the server's reason.
+            Some(Pre::Answer(_)) if asker.again => {
+                return Err(self.fail(not_accepted(&key, input.params())));
             }
             Some(Pre::Answer(raw)) => return self.pre_answer(&key, raw, input.params()),
             None => {}
@@ -489,6 +502,28 @@ impl Session {
     }
 }
 
+/// The failure for a question asked again after its `--answer` was sent: the server did not
+/// accept it. Its message, reason included, is shown as the server wrote it.
+fn not_accepted(key: &str, params: &ElicitRequestParams) -> Failure {
+    let message = params.message();
+    let shown: Vec<String> = message
+        .lines()
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("  {l}")
+            }
+        })
+        .collect();
+    Failure::usage(format!(
+        "the server did not accept --answer {key}; it asks again:\n{}",
+        shown.join("\n")
+    ))
+    .with("key", json!(key))
+    .with("question", json!(message))
+}
+
 /// The failure for a question nobody may answer: it names the key and what it expects.
 fn unanswered(key: &str, asker: &Asker, params: &ElicitRequestParams) -> Failure {
     let head = format!(
@@ -559,6 +594,7 @@ fn asker<P>(input: &Input<P>) -> Asker {
         server: server_name(input),
         request: crate::sanitize::line(&format!("{kind} {}", origin.target())).into_owned(),
         key: input.key().to_owned(),
+        again: false,
     }
 }
 

@@ -15,6 +15,10 @@ use crate::meta::JsonObject;
 use crate::tags;
 use crate::util::{buffer, buffer_object, from_object, serialize_variants, str_member, unexpected};
 
+mod check;
+
+pub use check::ContentError;
+
 /// An elicitation input request (`ElicitRequest`): `{"method": "elicitation/create",
 /// "params": ...}`, without JSON-RPC members. Carried in
 /// [`InputRequiredResult::input_requests`](crate::mrtr::InputRequiredResult::input_requests).
@@ -235,6 +239,11 @@ impl SchemaProperties {
     /// The schema of field `name`.
     pub fn get(&self, name: &str) -> Option<&PrimitiveSchemaDefinition> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
+
+    /// The schema of field `name`, to change it.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut PrimitiveSchemaDefinition> {
+        self.0.iter_mut().find(|(n, _)| n == name).map(|(_, s)| s)
     }
 
     /// The fields in order.
@@ -660,6 +669,13 @@ impl PrimitiveSchemaDefinition {
     /// Several choices among plain options.
     pub fn multi_select(options: impl IntoIterator<Item = impl Into<String>>) -> Self {
         UntitledMultiSelectEnumSchema::new(options).into()
+    }
+
+    /// Several choices among options with display titles: `(value, title)` pairs.
+    pub fn titled_multi_select<V: Into<String>, T: Into<String>>(
+        options: impl IntoIterator<Item = (V, T)>,
+    ) -> Self {
+        TitledMultiSelectEnumSchema::new(options).into()
     }
 
     /// Sets the title (the field label).

@@ -75,6 +75,7 @@ pub mod roots;
 pub mod sampling;
 pub mod subscriptions;
 pub mod tags;
+pub mod tasks;
 pub mod tools;
 pub mod version;
 
@@ -103,12 +104,12 @@ pub use discover::{
     DiscoverRequest, DiscoverRequestParams, DiscoverResult, DiscoverResultResponse,
 };
 pub use elicitation::{
-    BooleanSchema, ElicitAction, ElicitContent, ElicitRequest, ElicitRequestFormParams,
-    ElicitRequestParams, ElicitRequestUrlParams, ElicitResult, ElicitValue, EnumOption, EnumSchema,
-    LegacyTitledEnumSchema, MultiSelectEnumSchema, NumberSchema, NumberType,
-    PrimitiveSchemaDefinition, RequestedSchema, SchemaProperties, SingleSelectEnumSchema,
-    StringFormat, StringSchema, TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema,
-    UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
+    BooleanSchema, ContentError, ElicitAction, ElicitContent, ElicitRequest,
+    ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams, ElicitResult,
+    ElicitValue, EnumOption, EnumSchema, LegacyTitledEnumSchema, MultiSelectEnumSchema,
+    NumberSchema, NumberType, PrimitiveSchemaDefinition, RequestedSchema, SchemaProperties,
+    SingleSelectEnumSchema, StringFormat, StringSchema, TitledMultiSelectEnumSchema,
+    TitledSingleSelectEnumSchema, UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
 };
 pub use error::{ErrorCode, ErrorObject};
 pub use implementation::{Icon, Implementation};
@@ -118,8 +119,6 @@ pub use jsonrpc::{
 };
 pub use logging::{LoggingLevel, LoggingMessageNotificationParams};
 pub use meta::{JsonArray, JsonObject, JsonValue, Meta, RequestMeta};
-#[allow(deprecated)]
-pub use mrtr::MaybeInputRequired;
 pub use mrtr::{
     InputRequest, InputRequestKind, InputRequests, InputRequiredResult, InputResponse,
     InputResponseRequestParams, InputResponses, Outcome,

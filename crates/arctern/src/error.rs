@@ -33,9 +33,22 @@ pub enum ErrorKind {
     Codec,
     /// The peer speaks no protocol version this side supports.
     Version,
+    /// TLS refused the connection: the server's certificate does not verify against the
+    /// trusted roots (unknown issuer, wrong name, expired), or no protocol version is shared.
+    Tls,
+    /// Authorization failed: the server wants a token and none could be obtained (bad or
+    /// missing metadata, a refused grant, an authorization response that fails its checks,
+    /// no way to reach the person who must consent).
+    Auth,
     /// A multi round-trip request could not be completed (round cap reached, no handler for
     /// an input request, an unknown `resultType`).
     InputRequired,
+    /// The tool ran and reported an error (`isError`) where its output was asked for
+    /// ([`Client::call_tool_json`](crate::client::Client::call_tool_json),
+    /// [`CallToolResult::json`](crate::types::tools::CallToolResult::json) with `?`); the
+    /// [`source`](std::error::Error::source) is a
+    /// [`StructuredError`](crate::types::tools::StructuredError) holding the result.
+    Tool,
 }
 
 /// An infrastructure error: something kept a message from being exchanged at all (a socket
@@ -116,6 +129,16 @@ impl Error {
         self.inner.kind == ErrorKind::Closed
     }
 
+    /// Whether TLS refused the connection (see [`ErrorKind::Tls`]).
+    pub fn is_tls(&self) -> bool {
+        self.inner.kind == ErrorKind::Tls
+    }
+
+    /// Whether authorization failed (see [`ErrorKind::Auth`]).
+    pub fn is_auth(&self) -> bool {
+        self.inner.kind == ErrorKind::Auth
+    }
+
     /// Whether the configuration is invalid.
     pub fn is_config(&self) -> bool {
         self.inner.kind == ErrorKind::Config
@@ -161,6 +184,30 @@ impl From<std::io::Error> for Error {
             ErrorKind::Io
         };
         Error::new(kind, "I/O error").with_source(e)
+    }
+}
+
+/// A tool's error result becomes [`ErrorKind::Tool`]; structured content that is missing or
+/// of another shape, [`ErrorKind::Codec`]. The [`StructuredError`] is the source.
+///
+/// [`StructuredError`]: arctern_types::tools::StructuredError
+impl From<arctern_types::tools::StructuredError> for Error {
+    fn from(e: arctern_types::tools::StructuredError) -> Self {
+        Error::structured(e, "tool result")
+    }
+}
+
+impl Error {
+    /// The error for a tool result without usable structured output; `what` names it.
+    pub(crate) fn structured(
+        e: arctern_types::tools::StructuredError,
+        what: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        let kind = match e {
+            arctern_types::tools::StructuredError::ToolError(_) => ErrorKind::Tool,
+            _ => ErrorKind::Codec,
+        };
+        Error::new(kind, what).with_source(e)
     }
 }
 

@@ -632,9 +632,18 @@ async fn error_statuses_and_malformed_bodies_fail_cleanly() {
         matches!(err.kind(), ErrorKind::Io | ErrorKind::Transport),
         "{err:?}"
     );
+    // https is spoken (the host does not resolve); other schemes are refused.
     assert_eq!(
         Client::builder()
             .connect("https://example.invalid/mcp")
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Transport
+    );
+    assert_eq!(
+        Client::builder()
+            .connect("ftp://example.invalid/mcp")
             .await
             .unwrap_err()
             .kind(),

@@ -9,8 +9,9 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arctern::Era;
 use arctern::ErrorKind;
-use arctern::client::{Client, ClientBuilder, Era, ServerNotification, StdioTransport};
+use arctern::client::{Client, ClientBuilder, ServerNotification, StdioTransport};
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::logging::LoggingLevel;
 use arctern::types::roots::Root;

@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arctern::client::{Client, ClientBuilder, Era, StdioTransport};
+use arctern::Era;
+use arctern::client::{Client, ClientBuilder, StdioTransport};
 use arctern::server::{
     Handler, HandlerResult, LegacyConfig, Listed, Outcome, RequestContext, Server, ServerConfig,
 };

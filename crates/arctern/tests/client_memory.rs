@@ -14,8 +14,7 @@ use arctern::client::{
 };
 use arctern::server::extract::Args;
 use arctern::server::{
-    Handler, HandlerResult, Listed, McpServer, Outcome as ServerOutcome, RequestContext, Server,
-    ServerConfig, ToolSpec,
+    Handler, HandlerResult, Listed, McpServer, RequestContext, Server, ServerConfig, ToolSpec,
 };
 use arctern::transport::memory::MemoryTransport;
 use arctern::types::RequestId;
@@ -47,7 +46,7 @@ type CallFn = Arc<
     dyn Fn(
             RequestContext,
             CallToolRequestParams,
-        ) -> BoxFuture<'static, HandlerResult<ServerOutcome<CallToolResult>>>
+        ) -> BoxFuture<'static, HandlerResult<Outcome<CallToolResult>>>
         + Send
         + Sync,
 >;
@@ -76,9 +75,7 @@ impl Scripted {
     fn new<F, Fut>(f: F) -> Self
     where
         F: Fn(RequestContext, CallToolRequestParams) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = HandlerResult<ServerOutcome<CallToolResult>>>
-            + Send
-            + 'static,
+        Fut: std::future::Future<Output = HandlerResult<Outcome<CallToolResult>>> + Send + 'static,
     {
         Scripted {
             call: Arc::new(move |ctx, p| f(ctx, p).boxed()),
@@ -116,8 +113,7 @@ impl Handler for Scripted {
         &self,
         ctx: RequestContext,
         params: CallToolRequestParams,
-    ) -> impl std::future::Future<Output = HandlerResult<ServerOutcome<CallToolResult>>> + Send
-    {
+    ) -> impl std::future::Future<Output = HandlerResult<Outcome<CallToolResult>>> + Send {
         self.calls.lock().unwrap().push(Seen {
             id: ctx.request_id().clone(),
             name: params.name.clone(),
@@ -151,7 +147,7 @@ impl Handler for Scripted {
         &self,
         _ctx: RequestContext,
         params: ReadResourceRequestParams,
-    ) -> HandlerResult<ServerOutcome<ReadResourceResult>> {
+    ) -> HandlerResult<Outcome<ReadResourceResult>> {
         self.lists.fetch_add(1, Ordering::SeqCst);
         if params.uri == "test://ask" && params.input_responses.is_none() {
             return Ok(ask("ok").with_request_state("r1").into());
@@ -182,7 +178,7 @@ impl Handler for Scripted {
         &self,
         _ctx: RequestContext,
         params: GetPromptRequestParams,
-    ) -> HandlerResult<ServerOutcome<GetPromptResult>> {
+    ) -> HandlerResult<Outcome<GetPromptResult>> {
         let Some(answers) = params.input_responses else {
             return Ok(ask("audience").into());
         };
@@ -259,7 +255,9 @@ async fn every_request_carries_the_envelope_and_capabilities_follow_the_handlers
         ),
     ];
     for (builder, caps) in cases {
+        // Without the tasks extension, which is declared by default under `extensions`.
         let client = builder
+            .tasks(false)
             .name("tester")
             .version("0.0.1")
             .connect_memory(server.clone())
@@ -626,7 +624,7 @@ impl Transport for Canned {
 async fn a_missing_result_type_means_complete_and_an_unknown_one_is_an_error() {
     let (transport, sent) = Canned::new(vec![
         json!({"content": [{"type": "text", "text": "old server"}]}),
-        json!({"resultType": "task", "task": {"taskId": "t"}}),
+        json!({"resultType": "later"}),
         json!({"resultType": "input_required"}),
     ]);
     let client = answering().discover(false).build(transport).unwrap();
@@ -637,7 +635,7 @@ async fn a_missing_result_type_means_complete_and_an_unknown_one_is_an_error() {
     assert_eq!(err.kind(), ErrorKind::InputRequired);
     assert_eq!(
         InputRequiredError::of(&err).unwrap().reason(),
-        &InputRequiredReason::UnknownResultType("task".into())
+        &InputRequiredReason::UnknownResultType("later".into())
     );
 
     let err = client.call_tool("c", Value::Null).await.unwrap_err();
@@ -1185,25 +1183,14 @@ async fn calls_are_send_and_run_on_spawned_tasks() {
 
 #[tokio::test]
 async fn a_legacy_session_in_process_goes_through_the_shim() {
-    #[derive(Deserialize, JsonSchema)]
-    struct Name {
-        name: String,
-    }
-    impl arctern::server::mrtr::Question for Name {
-        const KEY: &'static str = "name";
-        fn ask(
-            _: &arctern::server::mrtr::AskContext<'_>,
-        ) -> Result<arctern::server::mrtr::Ask, arctern::server::mrtr::NotYet> {
-            Ok(arctern::server::mrtr::Ask::form("Your name?"))
-        }
-    }
+    use arctern::server::mrtr::{Ask, Interrupt, Questions};
     let server = McpServer::new("legacy-memory")
         .tool(
             "greet",
             "Greets.",
-            |arctern::server::mrtr::Answer(n): arctern::server::mrtr::Answer<Name>,
-             ctx: RequestContext| async move {
-                format!("hello {} ({})", n.name, ctx.protocol_version())
+            |q: Questions, ctx: RequestContext| async move {
+                let name = q.answer(Ask::text("name", "Your name?"))?;
+                Ok::<_, Interrupt>(format!("hello {name} ({})", ctx.protocol_version()))
             },
         )
         .build()
@@ -1211,7 +1198,7 @@ async fn a_legacy_session_in_process_goes_through_the_shim() {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
     let client = Client::builder()
-        .era(arctern::client::Era::Legacy)
+        .era(arctern::Era::Legacy)
         .on_elicit(move |q| {
             seen.lock().unwrap().push(q.key().to_owned());
             async move { Ok(ElicitResult::accept([("name", "Ada")])) }

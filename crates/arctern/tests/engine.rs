@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use arctern::client::{Client, Era as ClientEra};
+use arctern::Era;
+use arctern::client::Client;
 use arctern::server::extract::{Args, RawArgs};
 use arctern::server::middleware::{Call, Next, Response, from_fn};
 use arctern::server::mrtr::{
-    Answer, Ask, AskContext, HandlerState, MrtrLimits, NotYet, Question, Questions, Responses,
+    Answer, Ask, AskContext, HandlerState, MrtrLimits, NoArgs, NotYet, Question, Questions,
+    Responses,
 };
 use arctern::server::{
     Handler, HandlerResult, Listed, McpServer, Outcome, RequestContext, ResourceSpec, Server,
@@ -122,10 +124,15 @@ struct Amount {
 }
 
 impl Question for Amount {
-    const KEY: &'static str = "amount";
-    fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("How much?"))
+    type Args = NoArgs;
+    type Answer = Amount;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Amount>, NotYet> {
+        Ok(amount())
     }
+}
+
+fn amount() -> Ask<Amount> {
+    Ask::form("amount", "How much?")
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -134,10 +141,11 @@ struct Confirm {
 }
 
 impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = Confirm;
+    fn ask(cx: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
         let Amount { amount } = cx.answer::<Amount>()?;
-        Ok(Ask::form(format!("Transfer {amount}?")))
+        Ok(Ask::form("confirm", format!("Transfer {amount}?")))
     }
 }
 
@@ -182,7 +190,7 @@ async fn a_body_that_catches_a_missing_answer_keeps_its_result() {
             "delete",
             "Deletes, if confirmed.",
             |q: Questions| async move {
-                match q.answer::<Confirm>() {
+                match q.answer(Ask::<Confirm>::form("confirm", "Delete?")) {
                     Ok(c) if c.ok => "deleted".to_owned(),
                     _ => "kept".to_owned(),
                 }
@@ -192,7 +200,7 @@ async fn a_body_that_catches_a_missing_answer_keeps_its_result() {
             "peek",
             "Reads an answer without asking.",
             |q: Questions| async move {
-                match q.try_answer::<Amount>() {
+                match q.try_answer(amount()) {
                     Some(a) => format!("amount {}", a.amount),
                     None => "no amount".to_owned(),
                 }
@@ -202,7 +210,7 @@ async fn a_body_that_catches_a_missing_answer_keeps_its_result() {
             "strict",
             "Waits for the amount.",
             |q: Questions| async move {
-                let a = q.answer::<Amount>()?;
+                let a = q.answer(amount())?;
                 Ok::<_, anyhow_like::Error>(format!("amount {}", a.amount))
             },
         )
@@ -398,7 +406,7 @@ async fn panics_then_serves(client: &Client, what: &str) {
 #[tokio::test]
 async fn a_panicking_handler_answers_32603_on_every_transport_and_era() {
     // In process, both eras.
-    for era in [ClientEra::Modern, ClientEra::Legacy] {
+    for era in [Era::Modern, Era::Legacy] {
         let client = Client::builder()
             .era(era)
             .connect_memory(panicky().build().unwrap())
@@ -417,7 +425,7 @@ async fn a_panicking_handler_answers_32603_on_every_transport_and_era() {
     let served = tokio::spawn(bound.serve_with_shutdown(async {
         let _ = stopped.await;
     }));
-    for era in [ClientEra::Modern, ClientEra::Legacy] {
+    for era in [Era::Modern, Era::Legacy] {
         let client = Client::builder().era(era).connect(&url).await.unwrap();
         panics_then_serves(&client, &format!("http {era:?}")).await;
         client.close().await.unwrap();
@@ -425,7 +433,7 @@ async fn a_panicking_handler_answers_32603_on_every_transport_and_era() {
     let _ = stop.send(());
     within(served).await.unwrap().unwrap();
     // Over stdio, both eras (a pipe pair in process).
-    for era in [ClientEra::Modern, ClientEra::Legacy] {
+    for era in [Era::Modern, Era::Legacy] {
         let (client_io, server_io) = tokio::io::duplex(64 * 1024);
         let (server_in, server_out) = tokio::io::split(server_io);
         let serving = tokio::spawn(

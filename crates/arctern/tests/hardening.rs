@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use arctern::server::connection::{ConnectionLimits, Reply, RequestOrigin, TransportKind};
 use arctern::server::extract::{Args, State};
-use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
 use arctern::server::{
     Handler, McpHandler, McpServer, Principal, Server, ServerConfig, SubscriptionPolicy,
 };
@@ -100,9 +100,10 @@ struct Confirm {
 }
 
 impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Proceed?"))
+    type Args = NoArgs;
+    type Answer = Confirm;
+    fn ask(_cx: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
+        Ok(Ask::form("confirm", "Proceed?"))
     }
 }
 
@@ -116,9 +117,10 @@ struct First {
 }
 
 impl Question for First {
-    const KEY: &'static str = "first";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("First?"))
+    type Args = NoArgs;
+    type Answer = First;
+    fn ask(_cx: &AskContext<'_, NoArgs>) -> Result<Ask<First>, NotYet> {
+        Ok(Ask::form("first", "First?"))
     }
 }
 
@@ -128,11 +130,12 @@ struct Second {
 }
 
 impl Question for Second {
-    const KEY: &'static str = "second";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = Second;
+    fn ask(cx: &AskContext<'_, NoArgs>) -> Result<Ask<Second>, NotYet> {
         // Asked once the first is answered, in a round of its own.
         cx.answer::<First>()?;
-        Ok(Ask::form("Second?"))
+        Ok(Ask::form("second", "Second?"))
     }
 }
 

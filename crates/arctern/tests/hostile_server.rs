@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arctern::ErrorKind;
-use arctern::client::{Client, ClientBuilder, Era, InputRequiredError, InputRequiredReason};
+use arctern::client::{Client, ClientBuilder, InputRequiredError, InputRequiredReason};
 use arctern::types::elicitation::ElicitResult;
 use arctern::types::logging::LoggingLevel;
 use arctern::types::sampling::CreateMessageResult;
+use arctern::{Era, ErrorKind};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;

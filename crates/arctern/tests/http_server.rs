@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arctern::server::extract::{Args, State};
-use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
 use arctern::server::{McpHandler, McpServer, Principal, RequestContext, Server, ToolSpec};
 use arctern::transport::http::{HttpConfig, HttpServer};
 use arctern_types::schema_check::validate_for;
@@ -130,9 +130,10 @@ struct Region {
 }
 
 impl Question for Region {
-    const KEY: &'static str = "region";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which region?"))
+    type Args = NoArgs;
+    type Answer = Region;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Region>, NotYet> {
+        Ok(Ask::form("region", "Which region?"))
     }
 }
 

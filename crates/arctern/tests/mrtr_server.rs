@@ -3,11 +3,12 @@
 use arctern::server::connection::{MessageKind, Reply, RequestOrigin, TransportKind};
 use arctern::server::extract::Args;
 use arctern::server::mrtr::{
-    Answer, AnswerOutcome, Ask, AskContext, Decision, HandlerState, Interrupt, NotYet, Question,
-    Questions, Responses, Roots,
+    Answer, AnswerOutcome, Ask, AskContext, Decision, HandlerState, Interrupt, NoArgs, NotYet,
+    Question, Questions, Responses, Roots,
 };
 use arctern::server::{McpHandler, McpServer, Outcome, Server};
 use arctern::types::mrtr::{InputRequest, InputRequiredResult};
+use arctern::types::roots::Root;
 use arctern::types::tools::CallToolResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 
 #[derive(Deserialize, JsonSchema)]
 struct Provision {
+    #[serde(default)]
     name: String,
 }
 
@@ -24,13 +26,14 @@ struct Region {
 }
 
 impl Question for Region {
-    const KEY: &'static str = "region";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        let name = cx
-            .arguments::<Provision>()
-            .map(|p| p.name)
-            .unwrap_or_default();
-        Ok(Ask::form(format!("Which region should {name} live in?")))
+    type Args = Provision;
+    type Answer = Region;
+    fn ask(cx: &AskContext<'_, Provision>) -> Result<Ask<Region>, NotYet> {
+        let name = &cx.args().name;
+        Ok(Ask::form(
+            "region",
+            format!("Which region should {name} live in?"),
+        ))
     }
 }
 
@@ -40,9 +43,10 @@ struct Tier {
 }
 
 impl Question for Tier {
-    const KEY: &'static str = "tier";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which tier?"))
+    type Args = NoArgs;
+    type Answer = Tier;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Tier>, NotYet> {
+        Ok(Ask::form("tier", "Which tier?"))
     }
 }
 
@@ -53,10 +57,14 @@ struct Size {
 }
 
 impl Question for Size {
-    const KEY: &'static str = "size";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = Size;
+    fn ask(cx: &AskContext<'_, NoArgs>) -> Result<Ask<Size>, NotYet> {
         let region = cx.answer::<Region>()?;
-        Ok(Ask::form(format!("How large, in {}?", region.region)))
+        Ok(Ask::form(
+            "size",
+            format!("How large, in {}?", region.region),
+        ))
     }
 }
 
@@ -335,7 +343,7 @@ async fn missing_capabilities_answer_32021() {
             "",
             |Answer(r): Answer<Region>| async move { r.region },
         )
-        .tool("roots", "", |Roots(roots): Roots| async move {
+        .tool("roots", "", |Answer(roots): Answer<Roots>| async move {
             roots.len().to_string()
         })
         .build()
@@ -368,8 +376,10 @@ async fn missing_capabilities_answer_32021() {
 async fn questions_asked_from_the_body_batch_then_depend() {
     let server = McpServer::new("s")
         .tool("flow", "", |q: Questions| async move {
-            let (r, t) = q.ready((q.ask::<Region>(), q.ask::<Tier>()))?;
-            let size = q.answer::<Size>()?;
+            let region = q.ask(Ask::<Region>::form("region", "Which region?"));
+            let tier = q.ask(Ask::<Tier>::form("tier", "Which tier?"));
+            let (r, t) = q.ready((region, tier))?;
+            let size: Size = q.answer(Ask::form("size", format!("How large, in {}?", r.region)))?;
             Ok::<_, Interrupt>(format!("{} {} {}", r.region, t.tier, size.gigabytes))
         })
         .build()
@@ -513,5 +523,439 @@ async fn every_malformed_request_state_gets_the_one_rejection() {
             (status, &tampered["error"]),
             "requestState: {bad}"
         );
+    }
+}
+
+// Questions as values: run-time choices, checked answers, keys, flows.
+
+#[derive(Deserialize, JsonSchema)]
+struct Trip {
+    city: String,
+}
+
+fn hotels_in(city: &str) -> Vec<(&'static str, &'static str)> {
+    match city {
+        "Lisbon" => vec![("lx-1", "Avenida Palace"), ("lx-2", "Casa do Rio")],
+        "Oslo" => vec![("os-1", "Fjord Hotel")],
+        _ => vec![],
+    }
+}
+
+/// A choice whose options depend on the call's arguments.
+struct Hotel;
+
+impl Question for Hotel {
+    type Args = Trip;
+    type Answer = String;
+    fn ask(cx: &AskContext<'_, Trip>) -> Result<Ask<String>, NotYet> {
+        let city = &cx.args().city;
+        Ok(Ask::choice(
+            "hotel",
+            format!("Which hotel in {city}?"),
+            hotels_in(city),
+        ))
+    }
+}
+
+fn booking_server() -> Server<McpHandler> {
+    McpServer::new("s")
+        .tool(
+            "book",
+            "",
+            |Args(trip): Args<Trip>, Answer(hotel): Answer<Hotel>| async move {
+                format!("{hotel} in {}", trip.city)
+            },
+        )
+        .tool(
+            "book_in_body",
+            "",
+            |Args(trip): Args<Trip>, q: Questions| async move {
+                let ask = Ask::choice(
+                    "hotel",
+                    format!("Which hotel in {}?", trip.city),
+                    hotels_in(&trip.city),
+                );
+                let hotel = q.answer(ask)?;
+                Ok::<_, Interrupt>(format!("{hotel} in {}", trip.city))
+            },
+        )
+        .build()
+        .unwrap()
+}
+
+fn state_of(r: &Value) -> String {
+    r["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no requestState in {r}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn run_time_choices_are_offered_and_answers_outside_them_refused() {
+    let mut d = Driver::new(booking_server());
+    for tool in ["book", "book_in_body"] {
+        let lisbon = json!({"city": "Lisbon"});
+        let (_, r) = d.call(tool, lisbon.clone(), elicit_caps(), json!({})).await;
+        let asked = &r["result"]["inputRequests"]["hotel"]["params"];
+        assert_eq!(asked["message"], "Which hotel in Lisbon?", "{tool}");
+        assert_eq!(
+            asked["requestedSchema"]["properties"]["hotel"]["oneOf"],
+            json!([
+                {"const": "lx-1", "title": "Avenida Palace"},
+                {"const": "lx-2", "title": "Casa do Rio"}
+            ])
+        );
+        assert_eq!(asked["requestedSchema"]["required"], json!(["hotel"]));
+
+        // Another city, other options.
+        let (_, oslo) = d
+            .call(tool, json!({"city": "Oslo"}), elicit_caps(), json!({}))
+            .await;
+        assert_eq!(
+            oslo["result"]["inputRequests"]["hotel"]["params"]["requestedSchema"]["properties"]["hotel"]
+                ["oneOf"],
+            json!([{"const": "os-1", "title": "Fjord Hotel"}])
+        );
+
+        // An Oslo hotel (or a title, or a number) is not one of Lisbon's options: refused,
+        // and asked again with the reason.
+        let mut state = state_of(&r);
+        for wrong in [json!("os-1"), json!("Casa do Rio"), json!(7)] {
+            let (_, r) = d
+                .call(
+                    tool,
+                    lisbon.clone(),
+                    elicit_caps(),
+                    json!({"inputResponses": {"hotel": accept(json!({"hotel": wrong}))}, "requestState": state}),
+                )
+                .await;
+            assert_eq!(
+                r["result"]["resultType"], "input_required",
+                "{tool} {wrong}: {r}"
+            );
+            let message = r["result"]["inputRequests"]["hotel"]["params"]["message"]
+                .as_str()
+                .unwrap();
+            assert!(
+                message.starts_with(
+                    "Which hotel in Lisbon?\n\nThe previous answer was not accepted: hotel: "
+                ),
+                "{message}"
+            );
+            if wrong.is_string() {
+                assert!(
+                    message.contains(&format!("{wrong} is not one of the options")),
+                    "{message}"
+                );
+            }
+            state = state_of(&r);
+        }
+
+        // The question asked again (with the reason) takes its answer.
+        let (_, r) = d
+            .call(
+                tool,
+                lisbon.clone(),
+                elicit_caps(),
+                json!({"inputResponses": {"hotel": accept(json!({"hotel": "lx-2"}))}, "requestState": state}),
+            )
+            .await;
+        assert_eq!(r["result"]["resultType"], "complete", "{tool}: {r}");
+        assert_eq!(r["result"]["content"][0]["text"], "lx-2 in Lisbon");
+    }
+}
+
+#[tokio::test]
+async fn form_answers_are_checked_against_the_schema_that_was_asked() {
+    let mut d = Driver::new(
+        McpServer::new("s")
+            .tool("size", "", |Answer(s): Answer<Size>| async move {
+                s.gigabytes.to_string()
+            })
+            .build()
+            .unwrap(),
+    );
+    // Size depends on Region: answer the region first.
+    let (_, r) = d.call("size", json!({}), elicit_caps(), json!({})).await;
+    let (_, r) = d
+        .call(
+            "size",
+            json!({}),
+            elicit_caps(),
+            json!({"inputResponses": {"region": accept(json!({"region": "eu"}))}, "requestState": state_of(&r)}),
+        )
+        .await;
+    let (_, r) = d
+        .call(
+            "size",
+            json!({}),
+            elicit_caps(),
+            json!({"inputResponses": {"size": accept(json!({"gigabytes": "five"}))}, "requestState": state_of(&r)}),
+        )
+        .await;
+    let message = r["result"]["inputRequests"]["size"]["params"]["message"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        message,
+        "How large, in eu?\n\nThe previous answer was not accepted: gigabytes: must be a number."
+    );
+    // A declined question is the user's decision, not a wrong answer.
+    let (_, r) = d
+        .call(
+            "size",
+            json!({}),
+            elicit_caps(),
+            json!({"inputResponses": {"size": {"action": "decline"}}, "requestState": state_of(&r)}),
+        )
+        .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+}
+
+#[tokio::test]
+async fn one_answer_type_under_several_keys() {
+    let server = McpServer::new("s")
+        .tool("ship", "", |q: Questions| async move {
+            let charge = q.ask(Ask::confirm("charge", "Charge the card?"));
+            let notify = q.ask(Ask::confirm("notify", "Email the customer?"));
+            let (charge, notify) = q.ready((charge, notify))?;
+            let before = q.answer(Ask::roots("before"))?;
+            let after = q.answer(Ask::roots("after"))?;
+            let uris = |roots: Vec<Root>| roots.into_iter().map(|r| r.uri).collect::<Vec<_>>();
+            Ok::<_, Interrupt>(format!(
+                "{charge} {notify} {:?} {:?}",
+                uris(before),
+                uris(after)
+            ))
+        })
+        .build()
+        .unwrap();
+    let mut d = Driver::new(server);
+    let caps = json!({"elicitation": {}, "roots": {}});
+    let (_, r) = d.call("ship", json!({}), caps.clone(), json!({})).await;
+    let asked = &r["result"]["inputRequests"];
+    assert_eq!(
+        asked["charge"]["params"]["requestedSchema"]["properties"]["charge"]["type"],
+        "boolean"
+    );
+    assert_eq!(asked.as_object().unwrap().len(), 2);
+    let (_, r) = d
+        .call(
+            "ship",
+            json!({}),
+            caps.clone(),
+            json!({"inputResponses": {
+                "charge": accept(json!({"charge": true})),
+                "notify": accept(json!({"notify": false}))
+            }, "requestState": state_of(&r)}),
+        )
+        .await;
+    assert_eq!(
+        r["result"]["inputRequests"]["before"]["method"],
+        "roots/list"
+    );
+    let (_, r) = d
+        .call(
+            "ship",
+            json!({}),
+            caps.clone(),
+            json!({"inputResponses": {"before": {"roots": [{"uri": "file:///a"}]}}, "requestState": state_of(&r)}),
+        )
+        .await;
+    assert_eq!(
+        r["result"]["inputRequests"]["after"]["method"],
+        "roots/list"
+    );
+    let (_, r) = d
+        .call(
+            "ship",
+            json!({}),
+            caps,
+            json!({"inputResponses": {"after": {"roots": [{"uri": "file:///b"}]}}, "requestState": state_of(&r)}),
+        )
+        .await;
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        r#"true false ["file:///a"] ["file:///b"]"#
+    );
+}
+
+#[tokio::test]
+async fn question_arguments_are_decoded_and_errors_reported() {
+    let server = McpServer::new("s")
+        .tool("hotel", "", |Answer(h): Answer<Hotel>| async move { h })
+        .build()
+        .unwrap();
+    let mut d = Driver::new(server);
+    let (_, r) = d
+        .call("hotel", json!({"city": 7}), elicit_caps(), json!({}))
+        .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Invalid arguments for hotel:"), "{text}");
+}
+
+#[tokio::test]
+async fn questions_that_cannot_be_asked_fail_the_call() {
+    let server = McpServer::new("s")
+        .tool("clash", "", |q: Questions| async move {
+            let a = q.ask(Ask::confirm("k", "One?"));
+            let b = q.ask(Ask::text("k", "Two?"));
+            let (a, b) = q.ready((a, b))?;
+            Ok::<_, Interrupt>(format!("{a} {b}"))
+        })
+        .tool("empty", "", |q: Questions| async move {
+            let none: [&str; 0] = [];
+            let pick = q.answer(Ask::choice("pick", "Pick one", none))?;
+            Ok::<_, Interrupt>(pick)
+        })
+        .build()
+        .unwrap();
+    let mut d = Driver::new(server);
+    let (_, r) = d.call("clash", json!({}), elicit_caps(), json!({})).await;
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert_eq!(
+        r["error"]["message"],
+        "Two different questions use the key \"k\""
+    );
+    let (_, r) = d.call("empty", json!({}), elicit_caps(), json!({})).await;
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert_eq!(
+        r["error"]["message"],
+        "The question \"pick\" cannot be asked"
+    );
+}
+
+mod flows {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use arctern::server::RequestContext;
+    use arctern::server::mrtr::{FlowId, MemoryOneTimeStore};
+
+    use super::*;
+
+    /// A two-round flow whose completion is counted and whose flow ids are recorded.
+    fn transfer_server(
+        store: bool,
+        completions: Arc<AtomicUsize>,
+        seen: Arc<Mutex<Vec<(u32, FlowId)>>>,
+    ) -> Server<McpHandler> {
+        let server = McpServer::new("bank").tool(
+            "transfer",
+            "",
+            move |ctx: RequestContext, q: Questions| {
+                let completions = completions.clone();
+                let seen = seen.clone();
+                async move {
+                    let flow = ctx.flow_id().expect("a flow id on a sealed round");
+                    seen.lock().unwrap().push((ctx.round().number(), flow));
+                    let go = q.answer(Ask::confirm("go", "Transfer 10 EUR?"))?;
+                    let sure = q.answer(Ask::confirm("sure", "Really?"))?;
+                    completions.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, Interrupt>(format!("{go} {sure} {flow}"))
+                }
+            },
+        );
+        let server = if store {
+            server.one_time_store(MemoryOneTimeStore::new())
+        } else {
+            server
+        };
+        server.build().unwrap()
+    }
+
+    fn answers(key: &str, state: &str) -> Value {
+        json!({"inputResponses": {key: accept(json!({key: true}))}, "requestState": state})
+    }
+
+    #[tokio::test]
+    async fn every_round_of_a_flow_shares_one_flow_id() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut d = Driver::new(transfer_server(false, Default::default(), seen.clone()));
+        for _ in 0..2 {
+            let (_, r0) = d
+                .call("transfer", json!({}), elicit_caps(), json!({}))
+                .await;
+            let (_, r1) = d
+                .call(
+                    "transfer",
+                    json!({}),
+                    elicit_caps(),
+                    answers("go", &state_of(&r0)),
+                )
+                .await;
+            let (_, r2) = d
+                .call(
+                    "transfer",
+                    json!({}),
+                    elicit_caps(),
+                    answers("sure", &state_of(&r1)),
+                )
+                .await;
+            assert_eq!(r2["result"]["resultType"], "complete", "{r2}");
+        }
+        let seen = seen.lock().unwrap();
+        let rounds: Vec<u32> = seen.iter().map(|(n, _)| *n).collect();
+        assert_eq!(rounds, [0, 1, 2, 0, 1, 2]);
+        assert!(seen[..3].iter().all(|(_, id)| *id == seen[0].1));
+        assert!(seen[3..].iter().all(|(_, id)| *id == seen[3].1));
+        assert_ne!(seen[0].1, seen[3].1, "each flow has its own id");
+    }
+
+    #[tokio::test]
+    async fn replaying_the_final_round_reruns_the_body_unless_a_one_time_store_is_on() {
+        for store in [false, true] {
+            let completions = Arc::new(AtomicUsize::new(0));
+            let mut d = Driver::new(transfer_server(
+                store,
+                completions.clone(),
+                Default::default(),
+            ));
+            let (_, r0) = d
+                .call("transfer", json!({}), elicit_caps(), json!({}))
+                .await;
+            let round1 = answers("go", &state_of(&r0));
+            let (_, r1) = d
+                .call("transfer", json!({}), elicit_caps(), round1.clone())
+                .await;
+            // A round that asks more may be presented again: it asks again.
+            let (_, again) = d
+                .call("transfer", json!({}), elicit_caps(), round1.clone())
+                .await;
+            assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+
+            let last = answers("sure", &state_of(&r1));
+            let (_, done) = d
+                .call("transfer", json!({}), elicit_caps(), last.clone())
+                .await;
+            assert_eq!(done["result"]["resultType"], "complete", "{done}");
+            assert_eq!(completions.load(Ordering::SeqCst), 1);
+
+            let (status, replay) = d.call("transfer", json!({}), elicit_caps(), last).await;
+            let (_, earlier) = d.call("transfer", json!({}), elicit_caps(), round1).await;
+            if store {
+                for refused in [&replay, &earlier] {
+                    assert_eq!(
+                        refused["error"],
+                        json!({"code": -32602, "message": "Invalid or expired requestState"})
+                    );
+                }
+                assert_eq!(status, 400);
+                assert_eq!(completions.load(Ordering::SeqCst), 1, "the body ran once");
+            } else {
+                assert_eq!(replay["result"]["resultType"], "complete", "{replay}");
+                assert_eq!(
+                    replay["result"]["content"], done["result"]["content"],
+                    "the same flow, the same answers"
+                );
+                assert_eq!(earlier["result"]["resultType"], "input_required");
+                assert_eq!(
+                    completions.load(Ordering::SeqCst),
+                    2,
+                    "without a store, it ran again"
+                );
+            }
+        }
     }
 }

@@ -706,6 +706,15 @@ mod state {
                 answers: Map::new(),
                 asked: BTreeMap::new(),
                 round: rng.random(),
+                flow: rng.random_bool(0.5).then(|| arctern::state::Flow {
+                    id: arctern::state::FlowId::from_bytes(rng.random()),
+                    started_unix_ms: rng.random(),
+                }),
+                trace: rng.random_bool(0.5).then(|| arctern::state::FlowTrace {
+                    trace_id: rng.random(),
+                    span_id: rng.random(),
+                    flags: rng.random(),
+                }),
             };
             for _ in 0..rng.random_range(0..4) {
                 p.answers

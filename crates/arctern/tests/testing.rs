@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use arctern::client::{Era, HandlerCapabilities};
+use arctern::Era;
+use arctern::client::HandlerCapabilities;
 use arctern::server::extract::Args;
 use arctern::server::mrtr::{
-    Answer, AnswerOutcome, Ask, AskContext, Decision, NotYet, Question, Roots, Sample,
-    SamplingQuestion,
+    Answer, AnswerOutcome, Ask, AskContext, Decision, NoArgs, NotYet, Question, Roots,
 };
 use arctern::server::{
     Handler, HandlerResult, Listed, McpServer, Outcome, RequestContext, Server, ServerConfig,
@@ -23,7 +23,7 @@ use arctern::types::capabilities::ToolsCapability;
 use arctern::types::elicitation::{ElicitResult, PrimitiveSchemaDefinition, RequestedSchema};
 use arctern::types::mrtr::{InputRequest, InputRequiredResult, InputResponse};
 use arctern::types::roots::Root;
-use arctern::types::sampling::{CreateMessageRequestParams, CreateMessageResult, SamplingMessage};
+use arctern::types::sampling::CreateMessageResult;
 use arctern::types::tools::{
     CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult,
 };
@@ -51,13 +51,11 @@ struct Confirm {
 }
 
 impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        let amount = cx
-            .arguments::<Transfer>()
-            .map(|t| t.amount)
-            .unwrap_or_default();
-        Ok(Ask::form(format!("Transfer {amount} EUR?")))
+    type Args = Transfer;
+    type Answer = Confirm;
+    fn ask(cx: &AskContext<'_, Transfer>) -> Result<Ask<Confirm>, NotYet> {
+        let amount = cx.args().amount;
+        Ok(Ask::form("confirm", format!("Transfer {amount} EUR?")))
     }
 }
 
@@ -67,9 +65,10 @@ struct Region {
 }
 
 impl Question for Region {
-    const KEY: &'static str = "region";
-    fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which region?"))
+    type Args = NoArgs;
+    type Answer = Region;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Region>, NotYet> {
+        Ok(Ask::form("region", "Which region?"))
     }
 }
 
@@ -79,9 +78,10 @@ struct Tier {
 }
 
 impl Question for Tier {
-    const KEY: &'static str = "tier";
-    fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which tier?"))
+    type Args = NoArgs;
+    type Answer = Tier;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Tier>, NotYet> {
+        Ok(Ask::form("tier", "Which tier?"))
     }
 }
 
@@ -92,22 +92,24 @@ struct Size {
 }
 
 impl Question for Size {
-    const KEY: &'static str = "size";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = Size;
+    fn ask(cx: &AskContext<'_, NoArgs>) -> Result<Ask<Size>, NotYet> {
         let region = cx.answer::<Region>()?;
-        Ok(Ask::form(format!("How large, in {}?", region.region)))
+        Ok(Ask::form(
+            "size",
+            format!("How large, in {}?", region.region),
+        ))
     }
 }
 
 struct Summary;
 
-impl SamplingQuestion for Summary {
-    const KEY: &'static str = "summary";
-    fn ask(_: &AskContext<'_>) -> Result<CreateMessageRequestParams, NotYet> {
-        Ok(CreateMessageRequestParams::new(
-            vec![SamplingMessage::user_text("Summarize the report.")],
-            100,
-        ))
+impl Question for Summary {
+    type Args = NoArgs;
+    type Answer = CreateMessageResult;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<CreateMessageResult>, NotYet> {
+        Ok(Ask::sample("summary", "Summarize the report.").max_tokens(100))
     }
 }
 
@@ -134,8 +136,8 @@ async fn provision(
     format!("{} / {} / {} GB", r.region, t.tier, s.gigabytes)
 }
 
-async fn report(s: Sample<Summary>, Roots(roots): Roots) -> String {
-    format!("{} root(s), summary by {}", roots.len(), s.0.model)
+async fn report(Answer(s): Answer<Summary>, Answer(roots): Answer<Roots>) -> String {
+    format!("{} root(s), summary by {}", roots.len(), s.model)
 }
 
 /// A bank with a shared clock in its state sealer.

@@ -27,13 +27,14 @@ struct Audience {
 }
 
 impl Question for Audience {
-    const KEY: &'static str = "audience";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        let topic = cx
-            .arguments::<Briefing>()
-            .map(|b| b.topic)
-            .unwrap_or_default();
-        Ok(Ask::form(format!("Who is the briefing on {topic} for?")))
+    type Args = Briefing;
+    type Answer = Audience;
+    fn ask(cx: &AskContext<'_, Briefing>) -> Result<Ask<Audience>, NotYet> {
+        let topic = &cx.args().topic;
+        Ok(Ask::form(
+            "audience",
+            format!("Who is the briefing on {topic} for?"),
+        ))
     }
 }
 

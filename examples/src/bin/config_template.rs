@@ -26,12 +26,14 @@ struct Reveal {
 }
 
 impl Question for Reveal {
-    const KEY: &'static str = "reveal";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        let env = cx.arguments::<Env>().map(|e| e.env).unwrap_or_default();
-        Ok(Ask::form(format!(
-            "The {env} configuration holds connection strings. Reveal it?"
-        )))
+    type Args = Env;
+    type Answer = Reveal;
+    fn ask(cx: &AskContext<'_, Env>) -> Result<Ask<Reveal>, NotYet> {
+        let env = &cx.args().env;
+        Ok(Ask::form(
+            "reveal",
+            format!("The {env} configuration holds connection strings. Reveal it?"),
+        ))
     }
 }
 

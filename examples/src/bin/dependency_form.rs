@@ -1,69 +1,75 @@
 //! The dependency form: two independent questions and one that depends on an answer.
 //!
 //! `plan_trip` needs a destination and dates (independent: asked together in round 1) and a
-//! hotel, whose choices depend on the destination (asked in round 2). The body runs once, in
-//! round 3, with every answer.
+//! hotel, a choice among the destination's hotels (asked in round 2, once the destination is
+//! known). The body runs in round 3, with every answer: the dates checked against their
+//! schema (a date, 1 to 30 nights) and the hotel one of those offered.
 //!
 //! ```sh
 //! cargo run -p arctern-examples --bin dependency_form
 //! ```
 
-use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
 use arctern::server::{McpHandler, McpServer, Server};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "destination", message = "Where are you going?")]
 struct Destination {
     /// Where to.
     city: String,
 }
 
-impl Question for Destination {
-    const KEY: &'static str = "destination";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Where are you going?"))
-    }
-}
-
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "dates", message = "When, and for how long?")]
 struct Dates {
-    /// First night (YYYY-MM-DD).
+    /// First night.
+    #[schemars(extend("format" = "date"))]
     from: String,
     /// Number of nights.
+    #[schemars(range(min = 1, max = 30))]
     nights: u32,
 }
 
-impl Question for Dates {
-    const KEY: &'static str = "dates";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("When, and for how long?"))
-    }
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct Hotel {
-    /// The hotel to book.
-    hotel: String,
-}
+/// The hotel: a choice among the destination's hotels, so asked once the destination is known.
+struct Hotel;
 
 impl Question for Hotel {
-    const KEY: &'static str = "hotel";
-    /// Depends on the destination: asked once it is known.
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = String;
+    fn ask(cx: &AskContext<'_, NoArgs>) -> Result<Ask<String>, NotYet> {
         let destination = cx.answer::<Destination>()?;
-        Ok(Ask::form(format!("Which hotel in {}?", destination.city)))
+        Ok(Ask::choice(
+            "hotel",
+            format!("Which hotel in {}?", destination.city),
+            hotels_in(&destination.city),
+        ))
     }
+}
+
+/// The hotels of a city (a database query in a real service): `(id, name)`.
+fn hotels_in(city: &str) -> Vec<(String, String)> {
+    ["Central", "Harbour", "Old Town"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            (
+                format!("{}-{i}", city.to_lowercase()),
+                format!("{name} {city}"),
+            )
+        })
+        .collect()
 }
 
 async fn plan_trip(
     Answer(d): Answer<Destination>,
     Answer(when): Answer<Dates>,
-    Answer(h): Answer<Hotel>,
+    Answer(hotel): Answer<Hotel>,
 ) -> String {
     format!(
-        "Booked {} in {} from {} for {} nights.",
-        h.hotel, d.city, when.from, when.nights
+        "Booked {hotel} in {} from {} for {} nights.",
+        d.city, when.from, when.nights
     )
 }
 

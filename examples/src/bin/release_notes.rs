@@ -3,7 +3,7 @@
 //! `release_notes {version}` asks in round 1 who the notes are for (a form) and which roots
 //! the client exposes; in round 2 it asks the client's model for a summary written for that
 //! audience (the sampling request depends on the answer, so it waits a round). The body then
-//! runs once, reports progress per root, and returns the notes.
+//! runs, in round 3, reports progress per root, and returns the notes.
 //!
 //! ```sh
 //! cargo run -p arctern-examples --bin release_notes
@@ -12,11 +12,9 @@
 //! The `client_callbacks` example is a client for it.
 
 use arctern::server::extract::Args;
-use arctern::server::mrtr::{
-    Answer, Ask, AskContext, NotYet, Question, Roots, Sample, SamplingQuestion,
-};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question, Roots};
 use arctern::server::{McpHandler, McpServer, RequestContext, Server};
-use arctern::types::sampling::{CreateMessageRequestParams, SamplingMessage};
+use arctern::types::sampling::CreateMessageResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -33,38 +31,34 @@ struct Audience {
 }
 
 impl Question for Audience {
-    const KEY: &'static str = "audience";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        let version = cx
-            .arguments::<Release>()
-            .map(|r| r.version)
-            .unwrap_or_default();
-        Ok(Ask::form(format!(
-            "Who are the release notes for {version} for?"
-        )))
+    type Args = Release;
+    type Answer = Audience;
+    fn ask(cx: &AskContext<'_, Release>) -> Result<Ask<Audience>, NotYet> {
+        let version = &cx.args().version;
+        Ok(Ask::form(
+            "audience",
+            format!("Who are the release notes for {version} for?"),
+        ))
     }
 }
 
 /// The summary, written by the client's model for the chosen audience.
 struct Summary;
 
-impl SamplingQuestion for Summary {
-    const KEY: &'static str = "summary";
-    fn ask(cx: &AskContext<'_>) -> Result<CreateMessageRequestParams, NotYet> {
+impl Question for Summary {
+    type Args = Release;
+    type Answer = CreateMessageResult;
+    fn ask(cx: &AskContext<'_, Release>) -> Result<Ask<CreateMessageResult>, NotYet> {
         // Depends on the audience: asked in the round after it is answered.
         let audience = cx.answer::<Audience>()?;
-        let version = cx
-            .arguments::<Release>()
-            .map(|r| r.version)
-            .unwrap_or_default();
-        Ok(CreateMessageRequestParams::new(
-            vec![SamplingMessage::user_text(format!(
-                "Summarize release {version} in one sentence for {}.",
-                audience.audience
-            ))],
-            200,
-        )
-        .with_system_prompt("You write release notes."))
+        let prompt = format!(
+            "Summarize release {} in one sentence for {}.",
+            cx.args().version,
+            audience.audience
+        );
+        Ok(Ask::sample("summary", prompt)
+            .max_tokens(200)
+            .system("You write release notes."))
     }
 }
 
@@ -72,8 +66,8 @@ async fn release_notes(
     ctx: RequestContext,
     Args(release): Args<Release>,
     Answer(audience): Answer<Audience>,
-    Roots(roots): Roots,
-    summary: Sample<Summary>,
+    Answer(roots): Answer<Roots>,
+    Answer(summary): Answer<Summary>,
 ) -> String {
     // Only the final round gets here, so the progress goes out once.
     let total = roots.len() as f64;
@@ -81,7 +75,7 @@ async fn release_notes(
         let step = format!("Read the changelog under {}", root.uri);
         ctx.progress((i + 1) as f64, Some(total), Some(&step)).await;
     }
-    let summary = summary.0.content.first_text().unwrap_or("").to_owned();
+    let summary = summary.content.first_text().unwrap_or("").to_owned();
     format!(
         "Release notes for {} ({}, {} roots): {summary}",
         release.version,

@@ -14,7 +14,7 @@
 
 use arctern::server::extract::Args;
 use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
-use arctern::server::{McpHandler, McpServer, Server};
+use arctern::server::{McpHandler, McpServer, RequestContext, Server};
 use arctern::state::KeyRing;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -34,21 +34,29 @@ struct Confirm {
 }
 
 impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        let t = cx.arguments::<Transfer>();
-        let what = t
-            .map(|t| format!("{} cents to {}", t.amount, t.to))
-            .unwrap_or_default();
-        Ok(Ask::form(format!("Send {what}?")))
+    type Args = Transfer;
+    type Answer = Confirm;
+    fn ask(cx: &AskContext<'_, Transfer>) -> Result<Ask<Confirm>, NotYet> {
+        let Transfer { amount, to } = cx.args();
+        Ok(Ask::form(
+            "confirm",
+            format!("Send {amount} cents to {to}?"),
+        ))
     }
 }
 
-async fn transfer(Args(t): Args<Transfer>, Answer(c): Answer<Confirm>) -> String {
+async fn transfer(
+    ctx: RequestContext,
+    Args(t): Args<Transfer>,
+    Answer(c): Answer<Confirm>,
+) -> String {
     let instance = std::process::id();
     if c.ok {
+        // The flow id is the same on every instance that serves a round of this flow: a
+        // payment provider's idempotency key, so a replayed round cannot pay twice.
+        let flow = ctx.flow_id().map(|id| id.to_string()).unwrap_or_default();
         format!(
-            "Sent {} cents to {} (finished by process {instance}).",
+            "Sent {} cents to {} (finished by process {instance}, idempotency key {flow}).",
             t.amount, t.to
         )
     } else {

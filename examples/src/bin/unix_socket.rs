@@ -8,7 +8,7 @@
 
 use arctern::server::McpServer;
 use arctern::server::extract::Args;
-use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+use arctern::server::mrtr::{Answer, Question};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::net::UnixListener;
@@ -18,16 +18,10 @@ struct Provision {
     name: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "region", message = "Which region?")]
 struct Region {
     region: String,
-}
-
-impl Question for Region {
-    const KEY: &'static str = "region";
-    fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which region?"))
-    }
 }
 
 #[tokio::main]

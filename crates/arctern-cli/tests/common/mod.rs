@@ -10,8 +10,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use arctern::server::{Handler, Server};
+use std::sync::Arc;
+
+use arctern::auth::resource::{ProtectedResource, VerifiedToken};
+use arctern::server::{Handler, McpServer, RequestContext, Server};
+use arctern::testing::TestAuthServer;
 use arctern::transport::http::HttpServer;
+use tokio::net::TcpListener;
 
 /// The `arctern` binary under test.
 pub const ARCTERN: &str = env!("CARGO_BIN_EXE_arctern");
@@ -71,7 +76,7 @@ impl Drop for Demo {
 }
 
 /// A runtime for servers served from inside a test process, shared by its tests.
-fn runtime() -> &'static tokio::runtime::Runtime {
+pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -137,8 +142,14 @@ impl std::fmt::Debug for Run {
 
 /// Runs `arctern ARGS` in `dir` without a terminal (stdin is empty), with a time limit.
 pub fn run_in(dir: &Path, args: &[&str]) -> Run {
+    run_with(dir, args, &[])
+}
+
+/// [`run_in`] with environment variables set.
+pub fn run_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut child = Command::new(ARCTERN)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -192,4 +203,101 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Run {
 /// Runs `arctern ARGS` in the system's temporary directory.
 pub fn run(args: &[&str]) -> Run {
     run_in(&std::env::temp_dir(), args)
+}
+
+async fn whoami(ctx: RequestContext) -> String {
+    let scopes = ctx
+        .extensions()
+        .get::<VerifiedToken>()
+        .map(|t| t.scopes.join(","))
+        .unwrap_or_default();
+    format!(
+        "hello {} ({scopes})",
+        ctx.principal().map(|p| p.0.clone()).unwrap_or_default()
+    )
+}
+
+/// An OAuth-protected MCP server (the protected-resource layer, the test authorization
+/// server), for the rest of the test process.
+pub struct ProtectedServer {
+    /// Its MCP endpoint.
+    pub url: String,
+    /// Its authorization server.
+    pub auth: Arc<TestAuthServer>,
+}
+
+/// Starts one (each test its own).
+pub fn protected_server() -> ProtectedServer {
+    runtime().block_on(async {
+        let auth = Arc::new(TestAuthServer::start().await.unwrap());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let protected = ProtectedResource::builder(url.clone())
+            .authorization_server(auth.issuer())
+            .verifier(auth.jwt_verifier(&url).build().unwrap())
+            .build()
+            .unwrap();
+        let server = McpServer::new("protected")
+            .tool("whoami", "Who is calling.", whoami)
+            .build()
+            .unwrap();
+        let [path_based, root] = protected.metadata_paths();
+        let app = axum::Router::new()
+            .route_service("/mcp", protected.layer().wrap(server.http_service()))
+            .route_service(&path_based, protected.metadata_service())
+            .route_service(&root, protected.metadata_service());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        ProtectedServer { url, auth }
+    })
+}
+
+/// A server that checks an answer itself (a code) and asks again, with its reason, when it is
+/// wrong: the command cannot know beforehand, so it shows the server's reason. Served from
+/// this process.
+pub fn vault() -> &'static str {
+    use arctern::server::mrtr::Responses;
+    use arctern::types::elicitation::{PrimitiveSchemaDefinition, RequestedSchema};
+    use arctern::types::mrtr::{InputRequest, InputRequiredResult};
+    use arctern::types::tools::CallToolResult;
+
+    async fn unlock(Responses(answers): Responses) -> arctern::Outcome<CallToolResult> {
+        let code = answers
+            .get("code")
+            .and_then(|r| r.as_elicit())
+            .and_then(|e| e.content.as_ref())
+            .and_then(|c| c.get("code"))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        let message = match code.as_deref() {
+            Some("1234") => return arctern::Outcome::Complete(CallToolResult::text("Unlocked.")),
+            Some(wrong) => format!(
+                "Enter the code.\n\nThe previous answer was not accepted: code: {wrong:?} is \
+                 not the code."
+            ),
+            None => "Enter the code.".to_owned(),
+        };
+        let schema = RequestedSchema::new().required("code", PrimitiveSchemaDefinition::string());
+        arctern::Outcome::InputRequired(InputRequiredResult {
+            input_requests: Some(
+                [(
+                    "code".to_owned(),
+                    InputRequest::elicit_form(message, schema),
+                )]
+                .into(),
+            ),
+            request_state: Some("asked".into()),
+            ..Default::default()
+        })
+    }
+
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let server = McpServer::new("vault")
+            .tool("unlock", "Unlocks with a code.", unlock)
+            .build()
+            .expect("a valid server");
+        serve(server)
+    })
 }

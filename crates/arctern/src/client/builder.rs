@@ -16,12 +16,12 @@ use futures::FutureExt;
 
 use super::cache::Cache;
 use super::handler::{ClientHandler, Handlers, Input};
-use super::legacy::{Era, Hub, InFlight};
+use super::legacy::{Hub, InFlight};
 use super::negotiate::Negotiated;
 use super::notify::{LogFn, Observer, ProgressFn};
 use super::transport::Transport;
 use super::{Client, Inner, ToolIndex};
-use crate::{Error, ErrorKind, Result};
+use crate::{Era, Error, ErrorKind, Result};
 
 /// How many `input_required` results a call accepts before it fails, unless configured.
 pub const DEFAULT_MAX_ROUNDS: u32 = 10;
@@ -80,6 +80,9 @@ pub struct ClientBuilder {
     discover: bool,
     cache: Option<usize>,
     pub(crate) limits: Limits,
+    tasks: bool,
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::otel::ClientTelemetry>,
 }
 
 /// The client's budgets against a server that asks or sends too much.
@@ -147,7 +150,19 @@ impl ClientBuilder {
             discover: true,
             cache: None,
             limits: Limits::default(),
+            tasks: true,
+            #[cfg(feature = "otel")]
+            telemetry: Some(crate::otel::ClientTelemetry::global()),
         }
+    }
+
+    /// Whether the client declares the tasks extension (`io.modelcontextprotocol/tasks`) on
+    /// its requests, so that a server may make a `tools/call` a task (on by default).
+    /// [`Client::call_tool`](super::Client::call_tool) then follows the task to its end;
+    /// [`Client::start_tool`](super::Client::start_tool) hands it over.
+    pub fn tasks(mut self, declare: bool) -> Self {
+        self.tasks = declare;
+        self
     }
 
     /// The client's name in `clientInfo`.
@@ -370,6 +385,14 @@ impl ClientBuilder {
         self
     }
 
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ClientTelemetry>>) -> Self {
+        self.telemetry = telemetry.into();
+        self
+    }
+
     /// Turns the cache on with room for `entries` responses.
     pub fn cache_capacity(mut self, entries: usize) -> Self {
         self.cache = Some(entries);
@@ -410,7 +433,13 @@ impl ClientBuilder {
                 "offer at least one protocol version of the era the client speaks",
             ));
         }
-        let capabilities = self.handlers.caps.to_client_capabilities();
+        let mut capabilities = self.handlers.caps.to_client_capabilities();
+        if self.tasks {
+            capabilities.extensions.get_or_insert_default().insert(
+                arctern_types::tasks::EXTENSION_ID.to_owned(),
+                serde_json::json!({}),
+            );
+        }
         let codec =
             |e| Error::new(ErrorKind::Codec, "could not encode the client envelope").with_source(e);
         let capabilities_raw = serde_json::value::to_raw_value(&capabilities).map_err(codec)?;
@@ -465,6 +494,8 @@ impl ClientBuilder {
                 hub,
                 in_flight: InFlight::default(),
                 listener: std::sync::Mutex::new(None),
+                #[cfg(feature = "otel")]
+                telemetry: self.telemetry,
             }
         });
         Ok(Client { inner })

@@ -42,19 +42,7 @@ use super::negotiate::Negotiated;
 use super::notify::{ChangeHook, Observer, Subscription};
 use super::transport::{MessageStream, OutgoingMessage};
 use super::{Client, Inner, Req, headers, wire};
-use crate::{Error, ErrorKind, Result};
-
-/// Which generation of the protocol a client speaks with its server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Era {
-    /// 2026-07-28 and later: every request carries its version and capabilities in `_meta`;
-    /// servers ask for input with `input_required` results.
-    Modern,
-    /// 2025-11-25 and 2025-06-18: an `initialize` handshake opens a session; servers ask for
-    /// input with requests of their own.
-    Legacy,
-}
+use crate::{Era, Error, ErrorKind, Result};
 
 /// Notifications buffered per legacy subscription before further ones are dropped.
 const SUBSCRIPTION_BUFFER: usize = 256;
@@ -332,9 +320,16 @@ impl Client {
             observer: &observer,
             timeout: None,
             renew: false,
+            round: None,
         };
         let id = self.next_id();
-        let body = wire::encode_legacy_request(id, req.method, req.params, None)?;
+        let body = wire::encode_legacy_request(
+            id,
+            req.method,
+            req.params,
+            None,
+            &wire::TraceFields::default(),
+        )?;
         // No version header: a dual-era server routes a bare `initialize` to its legacy side.
         let raw = self
             .round_trip(id, req.method, body, http::HeaderMap::new(), &req)

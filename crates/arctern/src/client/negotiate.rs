@@ -11,17 +11,21 @@
 //! result, or silence — which is where the client falls back to `initialize`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use arctern_types::ErrorObject;
 use arctern_types::capabilities::ServerCapabilities;
 use arctern_types::discover::DiscoverResult;
 use arctern_types::implementation::Implementation;
+use arctern_types::methods;
 use arctern_types::version::ProtocolVersion;
+use arctern_types::{ErrorCode, ErrorObject};
+use futures::future::BoxFuture;
 use http::HeaderValue;
 
+use super::Client;
 use super::error::VersionError;
-use super::legacy::Era;
-use crate::Error;
+use super::wire;
+use crate::{Era, Error, ErrorKind, Result};
 
 /// What the client knows about the server it talks to.
 #[derive(Debug, Clone)]
@@ -147,6 +151,9 @@ pub(crate) fn classify_probe_failure(error: &Error) -> ProbeFailure {
     match error.protocol_error() {
         Some(obj) if obj.code.is_modern_envelope_error() => ProbeFailure::Modern,
         Some(_) => ProbeFailure::NotModern,
+        // Authorization and TLS failures say nothing about the era; retrying would repeat
+        // them (and, for authorization, ask the person or the server a second time).
+        None if error.is_auth() || error.is_tls() => ProbeFailure::Unreachable,
         None if error.is_timeout() || error.kind() == crate::ErrorKind::Codec => {
             ProbeFailure::NotModern
         }
@@ -171,6 +178,81 @@ fn http_client_error(error: &Error) -> bool {
     }
     let _ = error;
     false
+}
+
+impl Client {
+    // ---------------------------------------------------------------- discovery
+
+    /// Sends `server/discover` and adopts what it says: the newest shared protocol version,
+    /// the server's capabilities, identity and instructions.
+    pub async fn discover(&self) -> Result<DiscoverResult> {
+        let result: DiscoverResult = self
+            .cacheable(methods::SERVER_DISCOVER, "", &wire::NoParams {})
+            .await?;
+        let next = self.negotiated().adopt(&result, &self.inner.versions)?;
+        self.set_negotiated(next);
+        Ok(result)
+    }
+
+    /// Era detection, run when a client connects: `initialize` when pinned to the legacy
+    /// era; else `server/discover` (unless discovery is off), falling back to `initialize`
+    /// when the server does not look modern (and a legacy version is offered).
+    pub(crate) async fn probe(&self, discover: bool) -> Result<()> {
+        match self.inner.era {
+            Some(Era::Legacy) => return self.initialize().await.map(drop),
+            Some(Era::Modern) if discover => return self.discover().await.map(drop),
+            _ if !discover => return Ok(()),
+            _ => {}
+        }
+        let failure = match self.discover_within(self.inner.probe_timeout).await {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let fall_back = match failure.kind() {
+            // A modern server that shares no modern version with us: only a legacy version
+            // it also lists can help.
+            ErrorKind::Version => VersionError::of(&failure).is_none_or(|v| {
+                v.server.is_empty()
+                    || v.server
+                        .iter()
+                        .any(|s| self.inner.legacy_versions.iter().any(|l| l == s.as_str()))
+            }),
+            _ => matches!(classify_probe_failure(&failure), ProbeFailure::NotModern),
+        };
+        if !fall_back || self.inner.legacy_versions.is_empty() {
+            return Err(failure);
+        }
+        tracing::debug!(error = %failure, "server/discover failed; trying initialize");
+        match self.initialize().await {
+            Ok(_) => Ok(()),
+            // `-32022` to `initialize` is modern evidence after all: probe once more.
+            Err(e)
+                if e.protocol_error().map(|o| o.code)
+                    == Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) =>
+            {
+                self.discover().await.map(drop)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    pub(super) async fn discover_within(&self, limit: Duration) -> Result<DiscoverResult> {
+        match tokio::time::timeout(limit, self.discover()).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::new(
+                ErrorKind::Timeout,
+                format!("server/discover got no answer within {limit:?}"),
+            )),
+        }
+    }
+
+    // `initialize` leads back into `exchange` (logging/setLevel); boxing keeps the future
+    // types finite.
+    pub(super) fn initialize_boxed(
+        &self,
+    ) -> BoxFuture<'_, Result<arctern_types::legacy::InitializeResult>> {
+        Box::pin(self.initialize())
+    }
 }
 
 #[cfg(test)]

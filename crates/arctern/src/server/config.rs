@@ -11,8 +11,8 @@ use arctern_types::version::ProtocolVersion;
 use super::connection::ConnectionLimits;
 use super::legacy::LegacyConfig;
 use super::middleware::Middleware;
-use super::mrtr::MrtrLimits;
-use super::subscriptions::SubscriptionPolicy;
+use super::mrtr::{MrtrLimits, OneTimeStore};
+use super::subscriptions::{ChangeBus, LocalChangeBus, SubscriptionPolicy};
 use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it
@@ -146,6 +146,19 @@ pub struct ServerConfig {
     pub connections: ConnectionLimits,
     /// Limits on resource subscriptions, and who hears about which update.
     pub subscriptions: SubscriptionPolicy,
+    /// Where announced changes travel: this process only ([`LocalChangeBus`], the default)
+    /// or every instance of a fleet.
+    pub change_bus: Arc<dyn ChangeBus>,
+    /// Makes each multi round-trip flow complete at most once (needs sealing; see
+    /// [`OneTimeStore`]). Off by default.
+    pub one_time: Option<Arc<dyn OneTimeStore>>,
+    /// Runs tools as tasks (the tasks extension; advertised in `server/discover` when set).
+    /// Off by default; an [`McpServer`](super::McpServer) with a task tool turns it on.
+    pub tasks: Option<super::tasks::TaskConfig>,
+    /// OpenTelemetry spans and metrics (feature `otel`): on by default, through the global
+    /// providers; `None` turns them off.
+    #[cfg(feature = "otel")]
+    pub telemetry: Option<crate::otel::ServerTelemetry>,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -164,7 +177,10 @@ impl fmt::Debug for ServerConfig {
             .field("middleware", &self.middleware.len())
             .field("connections", &self.connections)
             .field("subscriptions", &self.subscriptions)
-            .finish()
+            .field("change_bus", &self.change_bus)
+            .field("one_time", &self.one_time.is_some())
+            .field("tasks", &self.tasks)
+            .finish_non_exhaustive()
     }
 }
 
@@ -200,6 +216,11 @@ impl ServerConfig {
             middleware: Vec::new(),
             connections: ConnectionLimits::default(),
             subscriptions: SubscriptionPolicy::default(),
+            change_bus: Arc::new(LocalChangeBus::default()),
+            one_time: None,
+            tasks: None,
+            #[cfg(feature = "otel")]
+            telemetry: Some(crate::otel::ServerTelemetry::global()),
         }
     }
 
@@ -280,11 +301,40 @@ impl ServerConfig {
         self
     }
 
+    /// Carries announced changes over `bus` (for example to every instance of a fleet)
+    /// instead of within this process only.
+    pub fn change_bus(mut self, bus: Arc<dyn ChangeBus>) -> Self {
+        self.change_bus = bus;
+        self
+    }
+
     /// Seals request state with `sealer` (for shared keys, another codec, another time to
     /// live): handlers write and read plaintext, the wire only sees sealed tokens, and every
     /// incoming `requestState` is verified.
     pub fn seal_request_state(mut self, sealer: StateSealer) -> Self {
         self.request_state = Some(sealer);
+        self
+    }
+
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ServerTelemetry>>) -> Self {
+        self.telemetry = telemetry.into();
+        self
+    }
+
+    /// Makes each multi round-trip flow complete at most once: a round presented again
+    /// after its flow completed (or while another round of it runs) is refused with the
+    /// fixed request-state error. Needs request-state sealing.
+    pub fn one_time_store(mut self, store: impl OneTimeStore) -> Self {
+        self.one_time = Some(Arc::new(store));
+        self
+    }
+
+    /// Runs tools as tasks with `tasks` (see [`tasks`](super::tasks)).
+    pub fn tasks(mut self, tasks: super::tasks::TaskConfig) -> Self {
+        self.tasks = Some(tasks);
         self
     }
 }

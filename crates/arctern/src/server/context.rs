@@ -87,6 +87,8 @@ pub(crate) struct ContextInner {
     pub(crate) round: Round,
     /// The legacy session serving the request (`None` on the modern wire).
     pub(crate) legacy: Option<super::legacy::LegacyPeer>,
+    /// The server's tasks, on a `tools/call` of a server that runs them.
+    pub(crate) tasks: Option<super::tasks::TaskAccess>,
 }
 
 impl fmt::Debug for RequestContext {
@@ -236,6 +238,15 @@ impl RequestContext {
     /// questions the answers in its `inputResponses` answer.
     pub fn round(&self) -> &Round {
         &self.inner.round
+    }
+
+    /// The id of the multi round-trip flow this request belongs to: random, minted in the
+    /// flow's first round, carried sealed, and the same in every round of the flow. Key a
+    /// side effect's idempotency on it (a round can be presented again while its request
+    /// state is valid; see [`mrtr`](crate::server::mrtr)). `None` without request-state
+    /// sealing, and for methods that have no rounds.
+    pub fn flow_id(&self) -> Option<crate::state::FlowId> {
+        self.inner.round.flow_id()
     }
 
     /// The log level the client opted into for this request, if any.

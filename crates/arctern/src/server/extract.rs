@@ -40,6 +40,9 @@ pub struct CallParts {
     pub(crate) target: String,
     pub(crate) arguments: Value,
     pub(crate) input: InputState,
+    /// The task the call becomes if its work does not finish at once (a task tool, and a
+    /// client that declared the extension).
+    pub(crate) task: Option<crate::server::tasks::TaskSeat>,
 }
 
 impl fmt::Debug for CallParts {
@@ -66,6 +69,7 @@ impl CallParts {
             target,
             arguments: Value::Object(arguments.unwrap_or_default()),
             input,
+            task: None,
         }
     }
 
@@ -104,7 +108,8 @@ impl CallParts {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     message: String,
-    error: Option<ErrorObject>,
+    // Boxed: rejections travel in `Result`s and step enums; keep them small.
+    error: Option<Box<ErrorObject>>,
 }
 
 impl Rejection {
@@ -121,19 +126,19 @@ impl Rejection {
     pub fn protocol(error: ErrorObject) -> Self {
         Rejection {
             message: error.message.to_string(),
-            error: Some(error),
+            error: Some(Box::new(error)),
         }
     }
 
     /// The JSON-RPC error this rejection is answered with, if it is not an in-band one.
     pub fn protocol_error(&self) -> Option<&ErrorObject> {
-        self.error.as_ref()
+        self.error.as_deref()
     }
 
     /// The JSON-RPC error to answer a prompt or resource call with.
     pub(crate) fn into_error(self) -> ErrorObject {
         self.error
-            .unwrap_or_else(|| ErrorObject::invalid_params(self.message))
+            .map_or_else(|| ErrorObject::invalid_params(self.message), |e| *e)
     }
 
     /// The message.
@@ -165,7 +170,7 @@ pub enum Extracted<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MrtrStyle {
-    /// Typed questions answered through extractors (`Answer`, `Sample`, `Roots`...).
+    /// Questions answered through extractors (`Answer`, `AnswerOutcome`, `Questions`).
     Dependency,
     /// The handler reads `inputResponses` / `requestState` itself and returns an
     /// `Outcome`.
@@ -178,7 +183,8 @@ pub struct Signature {
     pub(crate) input_schema: Option<JsonObject>,
     pub(crate) output_schema: Option<JsonObject>,
     pub(crate) styles: Vec<(MrtrStyle, &'static str)>,
-    pub(crate) questions: Vec<(&'static str, &'static str)>,
+    /// The argument types questions decode, when no parameter declares the arguments.
+    pub(crate) question_args: Vec<(&'static str, JsonObject)>,
     pub(crate) errors: Vec<String>,
 }
 
@@ -191,6 +197,15 @@ impl Signature {
             ));
         } else {
             self.input_schema = Some(schema);
+        }
+    }
+
+    /// Declares the JSON Schema of the arguments a question reads (its `Args`). It becomes
+    /// the input schema when no parameter declares one; questions reading the arguments as
+    /// different types then need an explicit [`Args`] parameter.
+    pub fn question_arguments_schema(&mut self, schema: JsonObject, type_name: &'static str) {
+        if !self.question_args.iter().any(|(t, _)| *t == type_name) {
+            self.question_args.push((type_name, schema));
         }
     }
 
@@ -207,16 +222,6 @@ impl Signature {
     /// Declares that an extractor or return type belongs to a multi round-trip style.
     pub fn style(&mut self, style: MrtrStyle, by: &'static str) {
         self.styles.push((style, by));
-    }
-
-    /// Records a question key; two different questions may not share one.
-    pub fn question(&mut self, key: &'static str, by: &'static str) {
-        if let Some((_, other)) = self.questions.iter().find(|(k, b)| *k == key && *b != by) {
-            self.errors.push(format!(
-                "two questions share the key {key:?} ({other} and {by}); keys must be unique"
-            ));
-        }
-        self.questions.push((key, by));
     }
 
     /// Whether the handler asks typed questions (needs sealed request state).
@@ -236,6 +241,15 @@ impl Signature {
                 "it mixes the two multi round-trip forms: {d} asks through extractors, while {m} handles input by hand; use one form per handler"
             ));
         }
+        if self.input_schema.is_none() {
+            match self.question_args.as_slice() {
+                [] => {}
+                [(_, schema)] => self.input_schema = Some(schema.clone()),
+                [(a, _), (b, _), ..] => self.errors.push(format!(
+                    "its questions read the arguments as different types ({a} and {b}); take an Args<T> parameter to declare the arguments"
+                )),
+            }
+        }
         if self.errors.is_empty() {
             Ok(self)
         } else {
@@ -250,7 +264,7 @@ impl Signature {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a parameter of a tool, prompt or resource handler",
     label = "not an extractor",
-    note = "handler parameters are extractors: `Args<T>`, `RawArgs`, `State<S>`, `RequestContext`, or the multi round-trip ones in `arctern::server::mrtr` (`Answer<Q>`, `Sample<Q>`, `Roots`, `Questions`...)",
+    note = "handler parameters are extractors: `Args<T>`, `RawArgs`, `State<S>`, `RequestContext`, or the multi round-trip ones in `arctern::server::mrtr` (`Answer<Q>`, `AnswerOutcome<Q>`, `Questions`...)",
     note = "`State<S>` needs the server's state type: `McpServer::with_state(name, state)`"
 )]
 pub trait FromCall<S>: Sized {

@@ -1,6 +1,7 @@
 //! `subscriptions/listen`: long-lived streams of list-change and resource-update
 //! notifications.
 
+use std::fmt;
 use std::sync::Arc;
 
 use arctern_types::capabilities::ServerCapabilities;
@@ -30,19 +31,20 @@ pub enum Change {
     ResourceUpdated(Arc<str>),
 }
 
-/// Announces changes to every open `subscriptions/listen` stream that asked for them.
+/// Announces changes to every open `subscriptions/listen` stream that asked for them, and
+/// to every legacy session, through the server's [`ChangeBus`] (on every instance of a fleet
+/// when the bus is shared).
 ///
 /// Cheap to clone; sending with no open stream does nothing.
 #[derive(Debug, Clone)]
 pub struct ChangeNotifier {
-    tx: broadcast::Sender<Change>,
+    bus: Arc<dyn ChangeBus>,
 }
 
 impl ChangeNotifier {
     /// Announces a change.
     pub fn notify(&self, change: Change) {
-        // An error only means that no stream is open.
-        let _ = self.tx.send(change);
+        self.bus.publish(change);
     }
 
     /// `notifications/tools/list_changed`.
@@ -66,8 +68,103 @@ impl ChangeNotifier {
         self.notify(Change::ResourceUpdated(uri.into()));
     }
 
-    /// How many streams are open.
+    /// How many streams and sessions of this instance receive changes.
     pub fn listeners(&self) -> usize {
+        self.bus.local_receivers()
+    }
+}
+
+/// Carries announced [`Change`]s to the `subscriptions/listen` streams and legacy sessions
+/// that receive them: within one process ([`LocalChangeBus`], the default), or across every
+/// instance of a fleet (a bus on a shared broker, such as the Redis one of the
+/// `arctern-redis` crate).
+///
+/// A shared bus should deliver a change published here to this instance's receivers at once
+/// (not through the broker), so that an outage of the broker only loses what crosses
+/// instances; [`LocalChangeBus`] is the local fan-out to build one on.
+pub trait ChangeBus: Send + Sync + fmt::Debug + 'static {
+    /// Announces `change` to every receiver, on this instance and, for a shared bus, on the
+    /// others. Never blocks; a change that cannot be sent is logged and dropped.
+    fn publish(&self, change: Change);
+
+    /// A receiver of every change published from now on, here or elsewhere.
+    fn subscribe(&self) -> ChangeReceiver;
+
+    /// How many receivers are open on this instance.
+    fn local_receivers(&self) -> usize;
+}
+
+/// Receives the changes of a [`ChangeBus`].
+#[derive(Debug)]
+pub struct ChangeReceiver {
+    rx: broadcast::Receiver<Change>,
+}
+
+/// Why [`ChangeReceiver::recv`] returned no change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChangeRecvError {
+    /// The receiver fell behind and this many changes were dropped: treat everything it
+    /// follows as changed.
+    #[error("missed {0} changes")]
+    Lagged(u64),
+    /// The bus is gone.
+    #[error("the change bus closed")]
+    Closed,
+}
+
+impl ChangeReceiver {
+    /// A receiver on a broadcast channel (what a bus built on [`LocalChangeBus`] hands out).
+    pub fn from_broadcast(rx: broadcast::Receiver<Change>) -> Self {
+        ChangeReceiver { rx }
+    }
+
+    /// The next change.
+    pub async fn recv(&mut self) -> Result<Change, ChangeRecvError> {
+        self.rx.recv().await.map_err(|e| match e {
+            broadcast::error::RecvError::Lagged(n) => ChangeRecvError::Lagged(n),
+            broadcast::error::RecvError::Closed => ChangeRecvError::Closed,
+        })
+    }
+}
+
+/// Default capacity of a [`LocalChangeBus`]: a receiver that falls further behind gets a
+/// conservative "everything you follow changed".
+pub const DEFAULT_CHANGE_BUFFER: usize = 256;
+
+/// The in-process [`ChangeBus`]: a broadcast channel. Changes reach the streams and sessions
+/// of this process only.
+#[derive(Debug, Clone)]
+pub struct LocalChangeBus {
+    tx: broadcast::Sender<Change>,
+}
+
+impl Default for LocalChangeBus {
+    fn default() -> Self {
+        LocalChangeBus::new(DEFAULT_CHANGE_BUFFER)
+    }
+}
+
+impl LocalChangeBus {
+    /// A bus buffering up to `capacity` changes per receiver (at least 1).
+    pub fn new(capacity: usize) -> Self {
+        LocalChangeBus {
+            tx: broadcast::channel(capacity.max(1)).0,
+        }
+    }
+}
+
+impl ChangeBus for LocalChangeBus {
+    fn publish(&self, change: Change) {
+        // An error only means that no receiver is open.
+        let _ = self.tx.send(change);
+    }
+
+    fn subscribe(&self) -> ChangeReceiver {
+        ChangeReceiver::from_broadcast(self.tx.subscribe())
+    }
+
+    fn local_receivers(&self) -> usize {
         self.tx.receiver_count()
     }
 }
@@ -231,30 +328,24 @@ pub(crate) fn listen_supported(caps: &ServerCapabilities) -> bool {
             .is_some_and(|r| r.list_changed == Some(true) || r.subscribe == Some(true))
 }
 
-/// Capacity of the change channel; a stream that falls further behind gets a conservative
-/// "everything you asked for changed".
-const CHANGE_BUFFER: usize = 256;
-
 #[derive(Debug)]
 pub(crate) struct ChangeBroker {
-    tx: broadcast::Sender<Change>,
+    bus: Arc<dyn ChangeBus>,
 }
 
 impl ChangeBroker {
-    pub(crate) fn new() -> Self {
-        ChangeBroker {
-            tx: broadcast::channel(CHANGE_BUFFER).0,
-        }
+    pub(crate) fn new(bus: Arc<dyn ChangeBus>) -> Self {
+        ChangeBroker { bus }
     }
 
     /// A receiver of every change from now on (a legacy session's forwarder).
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
-        self.tx.subscribe()
+    pub(crate) fn subscribe(&self) -> ChangeReceiver {
+        self.bus.subscribe()
     }
 
     pub(crate) fn notifier(&self) -> ChangeNotifier {
         ChangeNotifier {
-            tx: self.tx.clone(),
+            bus: self.bus.clone(),
         }
     }
 
@@ -286,7 +377,7 @@ impl ChangeBroker {
             filter: honoured,
             policy: policy.clone(),
             subscriber,
-            rx: self.tx.subscribe(),
+            rx: self.bus.subscribe(),
             shutdown,
             encoder,
             ack: Some(ack),
@@ -302,7 +393,7 @@ struct ListenState {
     filter: SubscriptionFilter,
     policy: SubscriptionPolicy,
     subscriber: http::Extensions,
-    rx: broadcast::Receiver<Change>,
+    rx: ChangeReceiver,
     shutdown: CancellationToken,
     encoder: Encoder,
     ack: Option<Bytes>,
@@ -334,11 +425,11 @@ impl ListenState {
                             return Some((msg, self));
                         }
                     }
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    Err(ChangeRecvError::Lagged(missed)) => {
                         tracing::warn!(missed, "a subscription stream fell behind; announcing every list it follows as changed");
                         self.pending = self.everything_changed();
                     }
-                    Err(broadcast::error::RecvError::Closed) => return None,
+                    Err(ChangeRecvError::Closed) => return None,
                 },
             }
         }

@@ -25,6 +25,116 @@ pub struct StatePayload {
     pub asked: BTreeMap<String, QuestionDigest>,
     /// How many `input_required` rounds preceded this one (0 on the first).
     pub round: u32,
+    /// The flow these rounds belong to, minted in its first round.
+    pub flow: Option<Flow>,
+    /// The trace context of the flow's first round, when it was traced: later rounds link
+    /// to it. Sealed like the rest, so the client never sees it.
+    pub trace: Option<FlowTrace>,
+}
+
+/// The identity of one multi round-trip flow: random, minted in the flow's first round,
+/// the same in every round of it. Shown as 32 lower-case hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowId([u8; 16]);
+
+impl FlowId {
+    /// A flow id from its 16 bytes.
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        FlowId(bytes)
+    }
+
+    /// The 16 bytes.
+    pub const fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// A fresh id from the operating system's generator; `None` if the generator fails.
+    pub fn random() -> Option<Self> {
+        use rand::TryRng as _;
+        let mut bytes = [0u8; 16];
+        match rand::rngs::SysRng.try_fill_bytes(&mut bytes) {
+            Ok(()) => Some(FlowId(bytes)),
+            Err(e) => {
+                tracing::error!(error = %e, "the operating system's random generator failed");
+                None
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FlowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl std::fmt::Debug for FlowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FlowId({self})")
+    }
+}
+
+impl std::str::FromStr for FlowId {
+    type Err = InvalidFlowId;
+
+    /// Parses the 32 hex digits [`Display`](std::fmt::Display) writes.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let hex = s.as_bytes();
+        if hex.len() != 32 {
+            return Err(InvalidFlowId);
+        }
+        let mut bytes = [0u8; 16];
+        for (i, pair) in hex.chunks_exact(2).enumerate() {
+            let text = std::str::from_utf8(pair).map_err(|_| InvalidFlowId)?;
+            bytes[i] = u8::from_str_radix(text, 16).map_err(|_| InvalidFlowId)?;
+        }
+        Ok(FlowId(bytes))
+    }
+}
+
+/// A string that is not 32 hex digits, parsed as a [`FlowId`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a flow id is 32 hex digits")]
+pub struct InvalidFlowId;
+
+/// A flow as the request state carries it: its id and when its first round ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Flow {
+    /// The flow's id.
+    pub id: FlowId,
+    /// When the flow's first round ran, in milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+}
+
+impl Flow {
+    /// A new flow starting now; `None` if the random generator fails.
+    pub fn start() -> Option<Self> {
+        let started_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Some(Flow {
+            id: FlowId::random()?,
+            started_unix_ms,
+        })
+    }
+
+    /// When the flow's first round ran.
+    pub fn started(&self) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.started_unix_ms)
+    }
+}
+
+/// The W3C trace context of a flow's first round (its server span), as the request state
+/// carries it: no OpenTelemetry types, so the token format is the same with or without the
+/// `otel` feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowTrace {
+    /// The trace id (16 bytes, never all zero when valid).
+    pub trace_id: [u8; 16],
+    /// The span id of the first round's server span (8 bytes).
+    pub span_id: [u8; 8],
+    /// The W3C trace flags (bit 0: sampled).
+    pub flags: u8,
 }
 
 impl StatePayload {
@@ -43,6 +153,8 @@ impl StatePayload {
 }
 
 const FLAG_STATE: u8 = 0b0000_0001;
+const FLAG_FLOW: u8 = 0b0000_0010;
+const FLAG_TRACE: u8 = 0b0000_0100;
 
 /// Deepest JSON nesting carried in answers (twice serde_json's parser limit of 128, so any
 /// parsed answer fits).
@@ -75,8 +187,11 @@ const T_DECIMAL: u8 = 9;
 ///
 /// ```text
 /// u32  round
-/// u8   flags (bit 0: state present; other bits zero)
+/// u8   flags (bit 0: state present; bit 1: flow present; bit 2: trace present; other
+///      bits zero)
 /// [u32 len, bytes]    state, UTF-8, when present
+/// [16 bytes, u64]     flow id and start (Unix milliseconds), when present
+/// [16, 8, 1 bytes]    trace id, span id and trace flags of the first round, when present
 /// object              answers (see below)
 /// u16 count, then per pin: u16 len, key bytes (UTF-8), 32-byte question digest
 /// ```
@@ -88,12 +203,28 @@ const T_DECIMAL: u8 = 9;
 /// an object body without the tag. All integers are big-endian.
 pub(crate) fn encode(payload: &StatePayload, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     out.extend_from_slice(&payload.round.to_be_bytes());
-    match &payload.state {
-        Some(state) => {
-            out.push(FLAG_STATE);
-            put_str(out, state)?;
-        }
-        None => out.push(0),
+    let flags = if payload.state.is_some() {
+        FLAG_STATE
+    } else {
+        0
+    } | if payload.flow.is_some() { FLAG_FLOW } else { 0 }
+        | if payload.trace.is_some() {
+            FLAG_TRACE
+        } else {
+            0
+        };
+    out.push(flags);
+    if let Some(state) = &payload.state {
+        put_str(out, state)?;
+    }
+    if let Some(flow) = &payload.flow {
+        out.extend_from_slice(flow.id.as_bytes());
+        out.extend_from_slice(&flow.started_unix_ms.to_be_bytes());
+    }
+    if let Some(trace) = &payload.trace {
+        out.extend_from_slice(&trace.trace_id);
+        out.extend_from_slice(&trace.span_id);
+        out.push(trace.flags);
     }
     put_object(out, &payload.answers, 0)?;
     let count = u16::try_from(payload.asked.len()).map_err(|_| EncodeError::TooLarge)?;
@@ -109,7 +240,7 @@ pub(crate) fn encode(payload: &StatePayload, out: &mut Vec<u8>) -> Result<(), En
 
 /// A rough size of the framing, to size buffers once.
 pub(crate) fn size_hint(payload: &StatePayload) -> usize {
-    let state = payload.state.as_ref().map_or(0, |s| 4 + s.len());
+    let state = payload.state.as_ref().map_or(0, |s| 4 + s.len()) + 24 + 25;
     let answers = payload.answers.len() * 48;
     let asked: usize = payload.asked.keys().map(|k| 34 + k.len()).sum();
     4 + 1 + state + 4 + answers + 2 + asked
@@ -189,11 +320,28 @@ pub(crate) fn decode(input: &[u8]) -> Option<StatePayload> {
     let mut r = Reader(input);
     let round = u32::from_be_bytes(r.array()?);
     let flags = r.byte()?;
-    if flags & !FLAG_STATE != 0 {
+    if flags & !(FLAG_STATE | FLAG_FLOW | FLAG_TRACE) != 0 {
         return None;
     }
     let state = if flags & FLAG_STATE != 0 {
         Some(r.str()?.to_owned())
+    } else {
+        None
+    };
+    let flow = if flags & FLAG_FLOW != 0 {
+        Some(Flow {
+            id: FlowId::from_bytes(r.array()?),
+            started_unix_ms: u64::from_be_bytes(r.array()?),
+        })
+    } else {
+        None
+    };
+    let trace = if flags & FLAG_TRACE != 0 {
+        Some(FlowTrace {
+            trace_id: r.array()?,
+            span_id: r.array()?,
+            flags: r.byte()?,
+        })
     } else {
         None
     };
@@ -216,6 +364,8 @@ pub(crate) fn decode(input: &[u8]) -> Option<StatePayload> {
         answers,
         asked,
         round,
+        flow,
+        trace,
     })
 }
 
@@ -338,6 +488,57 @@ mod tests {
             super::super::question_digest("elicitation/create", &json!({})),
         );
         roundtrip(&p);
+        p.flow = Some(Flow::start().unwrap());
+        roundtrip(&p);
+        p.state = None;
+        roundtrip(&p);
+        p.trace = Some(FlowTrace {
+            trace_id: [0x4b; 16],
+            span_id: [0x7a; 8],
+            flags: 1,
+        });
+        roundtrip(&p);
+        p.flow = None;
+        p.state = Some("s".into());
+        roundtrip(&p);
+    }
+
+    #[test]
+    fn a_trace_costs_25_bytes_and_sits_after_the_flow() {
+        let mut p = StatePayload::new();
+        p.flow = Some(Flow {
+            id: FlowId::from_bytes([1; 16]),
+            started_unix_ms: 7,
+        });
+        let mut without = Vec::new();
+        encode(&p, &mut without).unwrap();
+        p.trace = Some(FlowTrace {
+            trace_id: [2; 16],
+            span_id: [3; 8],
+            flags: 1,
+        });
+        let mut with = Vec::new();
+        encode(&p, &mut with).unwrap();
+        assert_eq!(with.len(), without.len() + 25);
+        assert_eq!(with[4], FLAG_FLOW | FLAG_TRACE);
+        // round(4) flags(1) flow(24), then the trace.
+        assert_eq!(&with[29..45], &[2; 16]);
+        assert_eq!(&with[45..53], &[3; 8]);
+        assert_eq!(with[53], 1);
+        // The flag without the bytes is refused.
+        let mut flag_only = without.clone();
+        flag_only[4] |= FLAG_TRACE;
+        assert!(decode(&flag_only).is_none());
+    }
+
+    #[test]
+    fn flow_ids_print_and_parse() {
+        let id = FlowId::from_bytes([0xab; 16]);
+        assert_eq!(id.to_string(), "ab".repeat(16));
+        assert_eq!(id.to_string().parse::<FlowId>(), Ok(id));
+        assert_eq!("ab".parse::<FlowId>(), Err(InvalidFlowId));
+        assert_eq!("zz".repeat(16).parse::<FlowId>(), Err(InvalidFlowId));
+        assert_ne!(FlowId::random(), FlowId::random());
     }
 
     #[test]
@@ -407,7 +608,9 @@ mod tests {
     fn unknown_flags_rejected() {
         let mut buf = Vec::new();
         encode(&StatePayload::default(), &mut buf).unwrap();
-        buf[4] = 0b10;
-        assert!(decode(&buf).is_none());
+        for bit in [0b1000, 0b1000_0000] {
+            buf[4] = bit;
+            assert!(decode(&buf).is_none());
+        }
     }
 }

@@ -215,6 +215,9 @@ pub enum RejectReason {
     WrongAudience,
     /// Minted for another principal, or bound versus unbound.
     WrongPrincipal,
+    /// Genuine, but its flow has completed (or another round of it is running), and the
+    /// server keeps a one-time store.
+    Replayed,
 }
 
 impl RejectReason {
@@ -236,6 +239,7 @@ impl RejectReason {
             RejectReason::WrongArguments => "wrong_arguments",
             RejectReason::WrongAudience => "wrong_audience",
             RejectReason::WrongPrincipal => "wrong_principal",
+            RejectReason::Replayed => "replayed",
         }
     }
 }
@@ -580,6 +584,11 @@ impl StateSealer {
     /// Lifetime of each sealed token.
     pub fn ttl(&self) -> Duration {
         Duration::from_secs(self.ttl_secs)
+    }
+
+    /// How far apart clocks may be: a token is valid until its expiry plus this.
+    pub fn clock_skew(&self) -> Duration {
+        Duration::from_secs(self.skew_secs)
     }
 
     /// Maximum token length, in bytes.

@@ -19,7 +19,7 @@
 //! [`TestClient::assert_rounds`] checks how many there were.
 //!
 //! ```
-//! use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+//! use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
 //! use arctern::server::extract::Args;
 //! use arctern::server::McpServer;
 //! use arctern::testing::{self, TestClient};
@@ -34,9 +34,10 @@
 //! struct Region { region: String }
 //!
 //! impl Question for Region {
-//!     const KEY: &'static str = "region";
-//!     fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> {
-//!         Ok(Ask::form("Which region should the database live in?"))
+//!     type Args = NoArgs;
+//!     type Answer = Region;
+//!     fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Region>, NotYet> {
+//!         Ok(Ask::form("region", "Which region should the database live in?"))
 //!     }
 //! }
 //!
@@ -79,7 +80,7 @@
 //! fixed rejection, `{"code":-32602,"message":"Invalid or expired requestState"}`.
 //!
 //! ```
-//! use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question};
+//! use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
 //! use arctern::server::McpServer;
 //! use arctern::state::{ManualClock, StateSealer};
 //! use arctern::testing::{TestClient, assert_invalid_state};
@@ -91,8 +92,11 @@
 //! struct Confirm { ok: bool }
 //!
 //! impl Question for Confirm {
-//!     const KEY: &'static str = "confirm";
-//!     fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> { Ok(Ask::form("Go ahead?")) }
+//!     type Args = NoArgs;
+//!     type Answer = Confirm;
+//!     fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
+//!         Ok(Ask::form("confirm", "Go ahead?"))
+//!     }
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -148,13 +152,11 @@ pub use script::UnscriptedQuestion;
 use record::Recorder;
 use script::{ScriptHandler, Shared};
 
-use crate::Result;
-use crate::client::{
-    Client, ClientBuilder, Continuation, Era, HandlerCapabilities, Input, Outcome,
-};
+use crate::client::{Client, ClientBuilder, Continuation, HandlerCapabilities, Input, Outcome};
 use crate::server::{Handler, McpHandler, McpServer, Principal, Server};
 use crate::state::ManualClock;
 use crate::transport::memory::{MemoryTransport, lock};
+use crate::{Era, Result};
 
 /// What a [`TestClient`] can talk to: a [`Server`], or an [`McpServer`] that it builds.
 pub trait IntoServer {

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use crate::server::mrtr::{MrtrLimits, Round, digest_of};
 use crate::server::wire::MrtrParams;
 use crate::state::{
-    QuestionDigest, RejectReason, SealError, StateBinding, StatePayload, StateRejection,
+    FlowTrace, QuestionDigest, RejectReason, SealError, StateBinding, StatePayload, StateRejection,
     StateSealer,
 };
 
@@ -40,6 +40,9 @@ pub(crate) struct Carried {
     pins: BTreeMap<String, QuestionDigest>,
     /// The round the request is.
     number: u32,
+    /// The trace context of the flow's first round: carried from the state, or set by the
+    /// telemetry while the first round runs.
+    pub(crate) trace: Option<FlowTrace>,
 }
 
 /// How the state of a multi round-trip call travels between rounds.
@@ -60,12 +63,13 @@ impl Boundary<'_> {
     /// and every answer so far) and returns the round.
     ///
     /// `previous` is the legacy shim's state of the previous round; on the modern wire the
-    /// state comes from `params`. Fails only for a rejected token, with the fixed error.
+    /// state comes from `params`. Fails only for a rejected token (whose error object is
+    /// the one fixed error).
     pub(crate) fn open(
         &self,
         params: &mut dyn MrtrParams,
         previous: Option<NextRound>,
-    ) -> Result<(Round, Carried), ErrorObject> {
+    ) -> Result<(Round, Carried), StateRejection> {
         let payload = match self {
             Boundary::Open => return Ok((Round::default(), Carried::default())),
             Boundary::Legacy => {
@@ -81,7 +85,7 @@ impl Boundary<'_> {
             Boundary::Sealed(sealer, binding) => match params.request_state_mut().take() {
                 Some(token) => match sealer.open(&token, binding) {
                     Ok(payload) => Some(payload),
-                    Err(rejection) => return Err(rejection.to_error_object()),
+                    Err(rejection) => return Err(rejection),
                 },
                 None => None,
             },
@@ -89,13 +93,18 @@ impl Boundary<'_> {
         let Some(payload) = payload else {
             // A first round: answers the client volunteers reach the handler unpinned (the
             // specification lets a server accept them); typed questions never take them.
-            return Ok((Round::verified(0, BTreeMap::new()), Carried::default()));
+            return Ok((
+                Round::verified(0, BTreeMap::new(), None),
+                Carried::default(),
+            ));
         };
         let StatePayload {
             state,
             answers: earlier,
             asked: pins,
             round,
+            flow,
+            trace,
         } = payload;
         // Fresh answers: only to keys the previous round asked (pinned, and not carried).
         let mut fresh = params.input_responses_mut().take().unwrap_or_default();
@@ -125,16 +134,18 @@ impl Boundary<'_> {
             fresh,
             pins: pins.clone(),
             number: round,
+            trace,
         };
-        Ok((Round::verified(round, pins), carried))
+        Ok((Round::verified(round, pins, flow), carried))
     }
 
     /// Checks an `input_required` round and prepares the next one: on the modern wire the
     /// state is sealed into `ask.request_state`; on a legacy session it is returned for the
-    /// shim to keep.
+    /// shim to keep. `round` is the round that asked (it holds the flow).
     pub(crate) fn close(
         &self,
         carried: Carried,
+        round: &Round,
         ask: &mut InputRequiredResult,
         client: &ClientCapabilities,
         limits: &MrtrLimits,
@@ -199,11 +210,18 @@ impl Boundary<'_> {
                 pins.insert(key.clone(), *pin);
             }
         }
+        let Some(flow) = round.flow() else {
+            return Err(ErrorObject::internal_error(
+                "Could not start a multi round-trip flow",
+            ));
+        };
         let next = StatePayload {
             state: ask.request_state.take(),
             answers,
             asked: pins,
             round: carried.number.saturating_add(1),
+            flow: Some(flow),
+            trace: carried.trace,
         };
         match self {
             Boundary::Sealed(sealer, binding) => match sealer.seal(binding, &next) {

@@ -19,12 +19,14 @@ use arctern_types::notifications::{
 use arctern_types::{ErrorObject, ProtocolVersion, RequestId, RequestMeta};
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::connection::TransportKind;
 use crate::server::context::NotificationSink;
-use crate::server::subscriptions::{Change, SubscriptionPolicy, covers};
+use crate::server::subscriptions::{
+    Change, ChangeReceiver, ChangeRecvError, SubscriptionPolicy, covers,
+};
 use crate::{Error, ErrorKind};
 
 /// Where a session's unsolicited messages go (list changes, resource updates): the standalone
@@ -59,6 +61,9 @@ pub(crate) struct LegacySession {
     /// The extensions of the `initialize` that opened the session (its principal), for the
     /// subscription policy's filter.
     subscriber: http::Extensions,
+    /// Records the session's duration when it ends (feature `otel`).
+    #[cfg(feature = "otel")]
+    clock: Option<crate::otel::SessionClock>,
 }
 
 impl fmt::Debug for LegacySession {
@@ -91,7 +96,22 @@ impl LegacySession {
             cancel,
             outbound,
             subscriber,
+            #[cfg(feature = "otel")]
+            clock: None,
         }
+    }
+
+    /// Times the session for `mcp.server.session.duration`.
+    #[cfg(feature = "otel")]
+    pub(crate) fn timed(mut self, telemetry: Option<&crate::otel::ServerTelemetry>) -> Self {
+        self.clock = telemetry.map(|t| {
+            crate::otel::SessionClock::start(
+                t,
+                self.version.as_str(),
+                crate::server::connection::TransportKind::Other,
+            )
+        });
+        self
     }
 
     /// The envelope of a request on this session: what `initialize` negotiated stands in for
@@ -307,7 +327,7 @@ impl Drop for Pending<'_> {
 /// stream until the session ends.
 pub(crate) async fn forward_changes(
     session: Weak<LegacySession>,
-    mut changes: broadcast::Receiver<Change>,
+    mut changes: ChangeReceiver,
     capabilities: ServerCapabilities,
     policy: SubscriptionPolicy,
     cancel: CancellationToken,
@@ -326,7 +346,7 @@ pub(crate) async fn forward_changes(
         };
         let changes_to_send = match change {
             Ok(change) => vec![change],
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
+            Err(ChangeRecvError::Lagged(missed)) => {
                 tracing::warn!(
                     missed,
                     "a legacy session fell behind on changes; announcing every list as changed"
@@ -337,7 +357,7 @@ pub(crate) async fn forward_changes(
                     Change::ResourcesListChanged,
                 ]
             }
-            Err(broadcast::error::RecvError::Closed) => return,
+            Err(ChangeRecvError::Closed) => return,
         };
         for change in changes_to_send {
             let message = match &change {

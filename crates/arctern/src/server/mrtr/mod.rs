@@ -2,34 +2,65 @@
 //!
 //! A handler that needs something only the user has asks for it; the server answers the
 //! call with `input_required`, the client answers and retries, and the handler runs again
-//! with the answers. Two forms exist, and one handler uses one of them:
+//! with the answers. A question is a value, [`Ask`]: its key, what is asked (a form, a
+//! choice among options computed at run time, a confirmation, a URL to open, an LLM
+//! completion, the client's roots), and the type of its answer. Two forms exist, and one
+//! handler uses one of them:
 //!
-//! - **Dependency form**: parameters that are answers. [`Answer<Q>`] (the accepted answer to
-//!   question `Q`), [`AnswerOutcome<Q>`] (accepted, declined or cancelled), [`Sample<Q>`] (an
-//!   LLM completion), [`Roots`] (the client's roots), and [`Questions`] for questions phrased
-//!   at run time. Missing answers do not fail: every independent question of the round is
-//!   asked in one `input_required` result and the body does not run until all are answered.
-//!   Questions that depend on an earlier answer ([`AskContext::answer`]) come in a later
-//!   round. Each answer is pinned, inside the sealed request state, to the exact question it
-//!   answers: an answer to a question that was never asked in this form is ignored and the
-//!   question asked again.
+//! - **Dependency form**: the handler says which answers it needs and the server gets them
+//!   before the body runs, or while it runs. Parameters [`Answer<Q>`] (the accepted answer
+//!   to question type `Q`) and [`AnswerOutcome<Q>`] (accepted, declined or cancelled) for
+//!   questions known from the call's arguments and earlier answers ([`Question`]); and
+//!   [`Questions`] for questions phrased in the body. Missing answers do not fail: every
+//!   independent question of the round is asked in one `input_required` result. Questions
+//!   that depend on an earlier answer ([`AskContext::answer`]) come in a later round.
 //! - **Manual form**: the handler reads [`Responses`] and [`HandlerState`] itself and
 //!   returns an [`Outcome`].
 //!
-//! Before anything is asked, the client's declared capabilities for this request are checked
-//! (form or URL elicitation, sampling, sampling with tools, roots); a question the client
-//! cannot answer fails the call with `-32021` and `data.requiredCapabilities`.
+//! # What the server guarantees
+//!
+//! With request-state sealing on (the default of `McpServer`), the server's request-state
+//! boundary makes these hold on both eras:
+//!
+//! - **Every answer is pinned** to the exact question it answers (a digest of the rendered
+//!   question, choices included): an answer to a question that was never asked in that form
+//!   is ignored and the question asked again. Only the keys the previous round asked are
+//!   taken as fresh answers; an answer accepted in an earlier round cannot be replaced.
+//! - **Every answer is checked** before the handler sees it: the kind of answer, and for a
+//!   form the fields against the schema that was asked (types, bounds, formats, the offered
+//!   options). An answer that does not fit is refused and the question asked again with the
+//!   reason added to its message.
+//! - **Rounds are bounded** ([`MrtrLimits`]), and before anything is asked the client's
+//!   declared capabilities are checked (form or URL elicitation, sampling, sampling with
+//!   tools, roots); a question the client cannot answer fails the call with `-32021` and
+//!   `data.requiredCapabilities`.
+//! - **Every round of a flow shares one flow id** ([`RequestContext::flow_id`]): random,
+//!   minted in the flow's first round and carried sealed.
+//!
+//! What it does **not** guarantee by default: that the final round runs once. The handler
+//! runs afresh in every round, and a client may present a round's request state again while
+//! it is valid (its time window, ten minutes by default); the handler then runs again with
+//! the same answers. Make a side effect idempotent on the flow id, or give the server a
+//! [`OneTimeStore`]: with one, a flow completes at most once, and presenting any of its
+//! rounds again afterwards gets the fixed request-state error.
+//!
+//! [`RequestContext::flow_id`]: crate::server::RequestContext::flow_id
 
+mod ask;
+mod one_time;
 mod questions;
 mod round;
 mod schema;
 
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use arctern_types::ErrorObject;
+use arctern_types::elicitation::ElicitAction;
 use arctern_types::mrtr::{
     InputRequest, InputRequestKind, InputRequiredResult, InputResponse, InputResponses,
 };
@@ -39,9 +70,24 @@ use crate::Outcome;
 use crate::server::context::RequestContext;
 use crate::server::handler::HandlerResult;
 
+use crate::server::extract::Rejection;
+pub use crate::state::FlowId;
+use crate::state::QuestionDigest;
+/// Derives [`Question`](trait@Question) for a form with a fixed key and message (the
+/// `macros` feature); see the trait for what it writes.
+#[cfg(feature = "macros")]
+pub use arctern_macros::Question;
+pub use ask::{Ask, Choice, DEFAULT_SAMPLE_MAX_TOKENS};
+use ask::{check, with_reason};
+pub(crate) use ask::{check as check_answer, with_reason as question_with_reason};
+pub use one_time::{
+    Claim, DEFAULT_ONE_TIME_CAPACITY, MemoryOneTimeStore, OneTimeStore, OneTimeStoreError,
+    StoreFuture,
+};
+use questions::Step;
 pub use questions::{
-    Answer, AnswerOutcome, Ask, AskContext, Asked, Collect, Decision, HandlerState, NotYet,
-    Question, Questions, Responses, Roots, Sample, SamplingQuestion,
+    Answer, AnswerOutcome, AskContext, Asked, Collect, Decision, HandlerState, NoArgs, NotYet,
+    Question, Questions, Responses, Roots,
 };
 pub use round::Round;
 pub(crate) use round::digest_of;
@@ -137,17 +183,14 @@ impl MrtrLimits {
     }
 }
 
-/// What the answer to one typed question resolved to this round.
+/// What one question key resolved to in this call, so that asking it again (from a
+/// dependent question and a parameter, say) gives the same result.
 #[derive(Debug, Clone)]
-pub(crate) enum Resolution {
-    /// Answered: the response as received (decoded for the kind asked). Shared, because the
-    /// memo of resolutions, the answers carried to the next round and the handler each hold
-    /// it.
-    Answered(Arc<InputResponse>),
-    /// Not answered yet; its question is queued for this round.
-    Pending,
-    /// Cannot be asked yet: it depends on an answer that is not there.
-    Deferred,
+pub(crate) struct Memo {
+    /// The question, without a refusal reason: one key asks one question per call.
+    identity: QuestionDigest,
+    /// The accepted answer, or `None` while the question is asked.
+    answer: Option<Arc<InputResponse>>,
 }
 
 /// The answers and the newly asked questions of one call.
@@ -156,14 +199,19 @@ pub(crate) struct InputInner {
     /// Every answer of the flow so far, as the boundary passed them on (carried and this
     /// round's, each pinned to its question in the request's [`Round`]).
     pub(crate) responses: InputResponses,
-    /// The handler's plaintext state (manual form).
+    /// The handler's plaintext state (manual form), or the dependency form's own notes.
     pub(crate) request_state: Option<String>,
     /// Questions asked this round.
     pub(crate) asks: IndexMap<String, InputRequest>,
-    /// Memo of typed resolutions by key.
-    pub(crate) resolved: HashMap<String, Resolution>,
+    /// Memo of resolutions by key.
+    pub(crate) resolved: HashMap<String, Memo>,
     /// Set when a run-time question stopped the body ([`Questions`]).
     pub(crate) interrupt: Option<Interrupt>,
+    /// The call's arguments, decoded once per type for questions.
+    pub(crate) args: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
+    /// Dependency form: why an answer was refused, by key, carried in the request state so
+    /// that the question asked again (with the reason) is the one its answer is pinned to.
+    pub(crate) refusals: Option<BTreeMap<String, String>>,
 }
 
 /// The multi round-trip input of one call. Lives in [`CallParts`](crate::server::extract::CallParts).
@@ -237,9 +285,15 @@ impl InputState {
                 "The handler is waiting for answers but asked no question",
             ));
         }
+        let request_state = match inner.refusals {
+            // The dependency form's notes replace the state it was given.
+            Some(refusals) if refusals.is_empty() => None,
+            Some(refusals) => serde_json::to_string(&refusals).ok(),
+            None => inner.request_state,
+        };
         let result = InputRequiredResult {
             input_requests: Some(inner.asks.into_iter().collect()),
-            request_state: inner.request_state,
+            request_state,
             ..Default::default()
         };
         Ok(Outcome::InputRequired(result))
@@ -247,46 +301,126 @@ impl InputState {
 }
 
 impl InputInner {
-    /// Resolves the answer to the question `request` under `key`: pinned answers of this
-    /// round, then carried answers, else the question is queued.
-    pub(crate) fn resolve(
-        &mut self,
-        ctx: &RequestContext,
-        key: &str,
-        request: InputRequest,
-        fits: &dyn Fn(&InputResponse) -> bool,
-    ) -> Resolution {
-        if let Some(done) = self.resolved.get(key) {
-            return done.clone();
+    /// Resolves one question against the answers: a pinned, fitting answer is accepted (or
+    /// the user's refusal reported); a missing one queues the question; one that does not
+    /// fit queues it again with the reason.
+    pub(crate) fn resolve<A>(&mut self, ctx: &RequestContext, ask: Ask<A>) -> Step<A> {
+        let (key, question, read) = ask.into_parts();
+        let question = match question {
+            Ok(question) => question,
+            Err(why) => {
+                tracing::error!(key = %key, %why, "a question cannot be asked");
+                return Step::Failed(Rejection::protocol(ErrorObject::internal_error(format!(
+                    "The question {key:?} cannot be asked"
+                ))));
+            }
+        };
+        let identity = digest_of(&key, &question);
+        if let Some(memo) = self.resolved.get(key.as_ref()) {
+            if memo.identity != identity {
+                tracing::error!(key = %key, "two different questions use one key in one call");
+                return Step::Failed(Rejection::protocol(ErrorObject::internal_error(format!(
+                    "Two different questions use the key {key:?}"
+                ))));
+            }
+            return match memo.answer.clone() {
+                Some(answer) => decide(&key, &question, &answer, read).unwrap_or(Step::Pending),
+                None => Step::Pending,
+            };
         }
-        let resolution = self.resolve_uncached(ctx, key, request, fits);
-        self.resolved.insert(key.to_owned(), resolution.clone());
-        resolution
-    }
-
-    fn resolve_uncached(
-        &mut self,
-        ctx: &RequestContext,
-        key: &str,
-        request: InputRequest,
-        fits: &dyn Fn(&InputResponse) -> bool,
-    ) -> Resolution {
-        if let Some(response) = self.responses.get(key) {
-            if ctx.round().pin(key) == Some(&digest_of(key, &request)) {
-                if let Some(answer) = decode_answer(request.kind(), response).filter(|a| fits(a)) {
-                    return Resolution::Answered(Arc::new(answer));
+        // The question as it was last asked: with the reason its previous answer was refused.
+        let asked = match self.refusal(&key) {
+            Some(reason) => Cow::Owned(with_reason(&question, reason)),
+            None => Cow::Borrowed(&question),
+        };
+        let mut refused = None;
+        if let Some(response) = self.responses.get(key.as_ref()) {
+            let pinned = match &asked {
+                Cow::Borrowed(_) => identity,
+                Cow::Owned(asked) => digest_of(&key, asked),
+            };
+            if ctx.round().pin(&key) == Some(&pinned) {
+                let outcome = match decode_answer(asked.kind(), response) {
+                    Some(decoded) => {
+                        let decoded = Arc::new(decoded);
+                        decide(&key, &asked, &decoded, read).map(|step| (step, decoded))
+                    }
+                    None => Err(check(&asked, response)
+                        .err()
+                        .unwrap_or_else(|| "the answer does not decode".into())),
+                };
+                match outcome {
+                    Ok((step, decoded)) => {
+                        self.memo(&key, identity, Some(decoded));
+                        return step;
+                    }
+                    Err(why) => refused = Some(why),
                 }
-                tracing::debug!(key, "an answer does not fit its question; asking again");
             } else {
                 tracing::debug!(
-                    key,
+                    key = %key,
                     "ignored an answer to a question that was not asked in this form"
                 );
             }
         }
-        self.asks.insert(key.to_owned(), request);
-        Resolution::Pending
+        let again = match refused {
+            Some(why) => {
+                tracing::debug!(key = %key, %why, "refused an answer that does not fit its question");
+                let reason = format!("The previous answer was not accepted: {why}.");
+                let again = with_reason(&question, &reason);
+                self.refusals_mut().insert(key.to_string(), reason);
+                again
+            }
+            None => asked.into_owned(),
+        };
+        self.asks.insert(key.to_string(), again);
+        self.memo(&key, identity, None);
+        Step::Pending
     }
+
+    fn memo(&mut self, key: &str, identity: QuestionDigest, answer: Option<Arc<InputResponse>>) {
+        self.resolved
+            .insert(key.to_owned(), Memo { identity, answer });
+    }
+
+    /// Why the previous answer under `key` was refused, if it was.
+    fn refusal(&mut self, key: &str) -> Option<&str> {
+        self.refusals_mut().get(key).map(String::as_str)
+    }
+
+    /// The dependency form's refusal notes, read from the request state the first time.
+    fn refusals_mut(&mut self) -> &mut BTreeMap<String, String> {
+        let state = &self.request_state;
+        self.refusals.get_or_insert_with(|| {
+            state
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// The step an answer that fits its question leads to: the user's refusal, or the answer
+/// read. `Err` says why the answer does not fit.
+fn decide<A>(
+    key: &str,
+    question: &InputRequest,
+    answer: &InputResponse,
+    read: ask::Read<A>,
+) -> Result<Step<A>, String> {
+    if let InputResponse::Elicit(e) = answer {
+        match e.action {
+            ElicitAction::Accept => {}
+            ElicitAction::Decline | ElicitAction::Cancel => {
+                return Ok(Step::Refused {
+                    key: key.to_owned(),
+                    declined: e.action == ElicitAction::Decline,
+                });
+            }
+        }
+    }
+    check(question, answer)?;
+    read(key, answer).map(Step::Accepted)
 }
 
 /// Decodes a response for the kind of question asked; `None` when it does not fit.

@@ -1,100 +1,118 @@
-//! Typed questions and the extractors that carry their answers.
+//! Question types, the extractors that carry their answers, and run-time questions.
 
+use std::any::TypeId;
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
-use arctern_types::ErrorObject;
-use arctern_types::elicitation::ElicitAction;
-use arctern_types::mrtr::{InputRequest, InputResponse};
 use arctern_types::roots::Root;
-use arctern_types::sampling::{CreateMessageRequestParams, CreateMessageResult};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::schema::form_schema_for;
-use super::{InputInner, Interrupt, InterruptReason, Resolution};
+use super::ask::Ask;
+use super::{InputInner, Interrupt, InterruptReason};
 use crate::server::context::RequestContext;
 use crate::server::extract::{CallParts, Extracted, FromCall, MrtrStyle, Rejection, Signature};
-
-/// How a question is put to the user.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Ask {
-    kind: AskKind,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum AskKind {
-    Form { message: String },
-    Url { message: String, url: String },
-}
-
-impl Ask {
-    /// A form: the user fills in the fields of the answer type (its JSON Schema must be a
-    /// flat object of strings, numbers, booleans and enums).
-    pub fn form(message: impl Into<String>) -> Self {
-        Ask {
-            kind: AskKind::Form {
-                message: message.into(),
-            },
-        }
-    }
-
-    /// A URL the user opens out of band (for credentials, payments, OAuth...). Accepting
-    /// means the user consented to open it; the server learns the outcome its own way and
-    /// may ask again.
-    pub fn url(message: impl Into<String>, url: impl Into<String>) -> Self {
-        Ask {
-            kind: AskKind::Url {
-                message: message.into(),
-                url: url.into(),
-            },
-        }
-    }
-}
 
 /// Signals that a question cannot be put yet because it depends on an answer that is not
 /// there; it will be asked in a later round. Produced by [`AskContext::answer`] with `?`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotYet;
 
-/// A question to the user, answered with a value of `Self`.
+/// A question as a type, for the parameter form: [`Answer<Q>`] and [`AnswerOutcome<Q>`]
+/// ask it before the handler's body runs.
 ///
-/// `KEY` is the stable key of the question in `inputRequests`; keep it unique within a
-/// handler. The question text may read the call's arguments and earlier answers through
-/// the [`AskContext`]; a question built from an earlier answer is a *dependent* question and
-/// is asked in the round after that answer arrives.
+/// [`ask`](Question::ask) builds the question, an [`Ask`] value, from the call's typed
+/// arguments and earlier answers. A question built from an earlier answer
+/// ([`AskContext::answer`]) is a *dependent* question: it is asked in the round after that
+/// answer arrives. `Args` is what [`AskContext::args`] decodes the arguments into (once per
+/// call; arguments that do not decode fail the call as [`Args`](crate::server::extract::Args)
+/// would); a question that reads no arguments says [`NoArgs`].
 ///
 /// ```
 /// use arctern::server::mrtr::{Ask, AskContext, NotYet, Question};
-/// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
-/// #[derive(Deserialize, JsonSchema)]
-/// struct Region { region: String }
+/// #[derive(Deserialize, schemars::JsonSchema)]
+/// struct Trip { city: String }
 ///
-/// impl Question for Region {
-///     const KEY: &'static str = "region";
-///     fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-///         Ok(Ask::form("Which region should the database live in?"))
+/// /// The hotel, among the ones in the city of the trip.
+/// struct Hotel;
+///
+/// impl Question for Hotel {
+///     type Args = Trip;
+///     type Answer = String;
+///     fn ask(cx: &AskContext<'_, Trip>) -> Result<Ask<String>, NotYet> {
+///         let city = &cx.args().city;
+///         let hotels = [("h1", format!("Grand {city}")), ("h2", format!("{city} Inn"))];
+///         Ok(Ask::choice("hotel", format!("Which hotel in {city}?"), hotels))
 ///     }
 /// }
 /// ```
-pub trait Question: DeserializeOwned + schemars::JsonSchema + Send + 'static {
-    /// The key of the question in `inputRequests`.
-    const KEY: &'static str;
+///
+/// With the `macros` feature, `#[derive(Question)]` writes this for a form whose key and
+/// message are fixed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a question",
+    label = "not a question",
+    note = "implement `arctern::server::mrtr::Question` for it (or derive it with the `macros` feature); for questions phrased at run time, take `Questions` and pass it an `Ask` value"
+)]
+pub trait Question: 'static {
+    /// What the call's arguments are decoded into for [`ask`](Question::ask). Unless a
+    /// parameter of the handler declares the arguments ([`Args<T>`](crate::server::extract::Args)),
+    /// its schema is the tool's input schema.
+    type Args: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static;
+    /// The answer.
+    type Answer: Send + 'static;
 
-    /// How to ask.
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet>;
+    /// Builds the question.
+    fn ask(cx: &AskContext<'_, Self::Args>) -> Result<Ask<Self::Answer>, NotYet>;
 }
 
-/// A request for an LLM completion from the client (sampling), answered with a
-/// [`CreateMessageResult`].
-pub trait SamplingQuestion: Send + 'static {
-    /// The key of the request in `inputRequests`.
-    const KEY: &'static str;
+/// The `Args` of a question that does not read the call's arguments: decodes from anything,
+/// and declares nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoArgs;
 
-    /// The sampling request.
-    fn ask(cx: &AskContext<'_>) -> Result<CreateMessageRequestParams, NotYet>;
+impl schemars::JsonSchema for NoArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NoArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "object" })
+    }
+}
+
+/// Declares what a question type needs when its handler is registered.
+fn describe_question<Q: Question>(describe: &mut Signature, by: &'static str) {
+    describe.style(MrtrStyle::Dependency, by);
+    if TypeId::of::<Q::Args>() != TypeId::of::<NoArgs>() {
+        describe.question_arguments_schema(
+            crate::server::extract::schema_for::<Q::Args>(),
+            std::any::type_name::<Q::Args>(),
+        );
+    }
+}
+
+impl<'de> Deserialize<'de> for NoArgs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| NoArgs)
+    }
+}
+
+/// The client's roots, asked with `roots/list` under the key `roots`: take
+/// `Answer<Roots>` for a `Vec<Root>`. To ask for the roots more than once in a call, use
+/// [`Ask::roots`] with keys of your own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roots;
+
+impl Question for Roots {
+    type Args = NoArgs;
+    type Answer = Vec<Root>;
+    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Vec<Root>>, NotYet> {
+        Ok(Ask::roots("roots"))
+    }
 }
 
 /// Where the input of a call is kept while questions are resolved: owned by the extractors,
@@ -114,139 +132,141 @@ impl InnerRef<'_> {
     }
 }
 
-/// What a question can look at while it is phrased: the call's arguments and earlier
-/// answers.
-pub struct AskContext<'a> {
+/// Resolves the questions of one call against its answers.
+struct Resolver<'a> {
     ctx: &'a RequestContext,
+    target: &'a str,
     arguments: &'a Value,
     inner: InnerRef<'a>,
-    resolving: RefCell<Vec<&'static str>>,
+    /// Question types being built, to stop a question that depends on itself.
+    building: RefCell<Vec<TypeId>>,
 }
 
-impl<'a> AskContext<'a> {
-    fn new(ctx: &'a RequestContext, arguments: &'a Value, inner: InnerRef<'a>) -> Self {
-        AskContext {
+/// Where resolving one question stands.
+pub(crate) enum Step<A> {
+    /// Answered.
+    Accepted(A),
+    /// Declined (or, when `declined` is false, cancelled) by the user.
+    Refused { key: String, declined: bool },
+    /// Asked this round.
+    Pending,
+    /// Waits for another answer; asked in a later round.
+    Deferred,
+    /// The call cannot proceed.
+    Failed(Rejection),
+}
+
+impl<A> Step<A> {
+    fn decision(self) -> Result<Decision<A>, Self> {
+        match self {
+            Step::Accepted(a) => Ok(Decision::Accepted(a)),
+            Step::Refused { declined: true, .. } => Ok(Decision::Declined),
+            Step::Refused {
+                declined: false, ..
+            } => Ok(Decision::Cancelled),
+            other => Err(other),
+        }
+    }
+}
+
+impl<'a> Resolver<'a> {
+    fn of(parts: &'a CallParts) -> Self {
+        Resolver::new(
+            &parts.ctx,
+            &parts.target,
+            &parts.arguments,
+            InnerRef::Cell(&parts.input.inner),
+        )
+    }
+
+    fn new(
+        ctx: &'a RequestContext,
+        target: &'a str,
+        arguments: &'a Value,
+        inner: InnerRef<'a>,
+    ) -> Self {
+        Resolver {
             ctx,
+            target,
             arguments,
             inner,
-            resolving: RefCell::new(Vec::new()),
+            building: RefCell::new(Vec::new()),
         }
+    }
+
+    /// The call's arguments as `T`, decoded once per call.
+    fn args<T: DeserializeOwned + Send + Sync + 'static>(&self) -> Result<Arc<T>, Rejection> {
+        let id = TypeId::of::<T>();
+        let cached = self.inner.with(|i| {
+            i.args
+                .iter()
+                .find(|(t, _)| *t == id)
+                .map(|(_, a)| a.clone())
+        });
+        if let Some(args) = cached.and_then(|a| a.downcast::<T>().ok()) {
+            return Ok(args);
+        }
+        let args =
+            Arc::new(T::deserialize(self.arguments).map_err(|e| {
+                Rejection::new(format!("Invalid arguments for {}: {e}", self.target))
+            })?);
+        self.inner.with(|i| i.args.push((id, args.clone())));
+        Ok(args)
+    }
+
+    fn question<Q: Question>(&self) -> Step<Q::Answer> {
+        let id = TypeId::of::<Q>();
+        if self.building.borrow().contains(&id) {
+            // A question that (indirectly) depends on itself can never be asked.
+            return Step::Deferred;
+        }
+        let args = match self.args::<Q::Args>() {
+            Ok(args) => args,
+            Err(rejection) => return Step::Failed(rejection),
+        };
+        self.building.borrow_mut().push(id);
+        let asked = Q::ask(&AskContext {
+            resolver: self,
+            args: &args,
+        });
+        self.building.borrow_mut().retain(|t| *t != id);
+        match asked {
+            Ok(ask) => self.ask(ask),
+            Err(NotYet) => Step::Deferred,
+        }
+    }
+
+    fn ask<A>(&self, ask: Ask<A>) -> Step<A> {
+        self.inner.with(|i| i.resolve(self.ctx, ask))
+    }
+}
+
+/// What a question can look at while it is built: the call's arguments, decoded into the
+/// question's `Args`, and earlier answers.
+pub struct AskContext<'a, A> {
+    resolver: &'a Resolver<'a>,
+    args: &'a A,
+}
+
+impl<A> AskContext<'_, A> {
+    /// The call's arguments.
+    pub fn args(&self) -> &A {
+        self.args
     }
 
     /// The request context.
     pub fn context(&self) -> &RequestContext {
-        self.ctx
-    }
-
-    /// The call's arguments decoded into `T`, or `None` if they do not decode.
-    pub fn arguments<T: DeserializeOwned>(&self) -> Option<T> {
-        T::deserialize(self.arguments).ok()
+        self.resolver.ctx
     }
 
     /// The accepted answer to an earlier question, or [`NotYet`] (use `?`): the question
-    /// being phrased then waits for a later round, and `Q` is asked now if it was not yet.
-    pub fn answer<Q: Question>(&self) -> Result<Q, NotYet> {
-        match self.resolve::<Q>() {
-            Step::Done(Decision::Accepted(q)) => Ok(q),
+    /// being built then waits for a later round, and `Q` is asked now if it was not yet.
+    pub fn answer<Q: Question>(&self) -> Result<Q::Answer, NotYet> {
+        match self.resolver.question::<Q>() {
+            Step::Accepted(answer) => Ok(answer),
             _ => Err(NotYet),
         }
     }
-
-    fn resolve<Q: Question>(&self) -> Step<Decision<Q>> {
-        if let Some(done) = self.inner.with(|i| i.resolved.get(Q::KEY).cloned()) {
-            return self.interpret::<Q>(done);
-        }
-        if self.resolving.borrow().contains(&Q::KEY) {
-            // A question that (indirectly) depends on itself can never be asked.
-            return Step::Deferred;
-        }
-        self.resolving.borrow_mut().push(Q::KEY);
-        let asked = Q::ask(self);
-        self.resolving.borrow_mut().retain(|k| *k != Q::KEY);
-        let request = match asked {
-            Err(NotYet) => {
-                self.inner
-                    .with(|i| i.resolved.insert(Q::KEY.to_owned(), Resolution::Deferred));
-                return Step::Deferred;
-            }
-            Ok(ask) => match build_request::<Q>(ask) {
-                Ok(r) => r,
-                Err(e) => return Step::Failed(e),
-            },
-        };
-        let fits = |r: &InputResponse| match r {
-            InputResponse::Elicit(e) if e.action == ElicitAction::Accept => {
-                decode_content::<Q>(e.content.as_ref()).is_some()
-            }
-            InputResponse::Elicit(_) => true,
-            _ => false,
-        };
-        let resolution = self
-            .inner
-            .with(|i| i.resolve(self.ctx, Q::KEY, request, &fits));
-        self.interpret::<Q>(resolution)
-    }
-
-    fn interpret<Q: Question>(&self, resolution: Resolution) -> Step<Decision<Q>> {
-        match resolution {
-            Resolution::Answered(answer) => match &*answer {
-                InputResponse::Elicit(e) => match e.action {
-                    ElicitAction::Accept => match decode_content::<Q>(e.content.as_ref()) {
-                        Some(q) => Step::Done(Decision::Accepted(q)),
-                        None => Step::Pending,
-                    },
-                    ElicitAction::Decline => Step::Done(Decision::Declined),
-                    ElicitAction::Cancel => Step::Done(Decision::Cancelled),
-                },
-                _ => Step::Pending,
-            },
-            Resolution::Pending => Step::Pending,
-            Resolution::Deferred => Step::Deferred,
-        }
-    }
-
-    fn resolve_request(
-        &self,
-        key: &'static str,
-        request: InputRequest,
-        fits: &dyn Fn(&InputResponse) -> bool,
-    ) -> Resolution {
-        if let Some(done) = self.inner.with(|i| i.resolved.get(key).cloned()) {
-            return done;
-        }
-        self.inner.with(|i| i.resolve(self.ctx, key, request, fits))
-    }
-}
-
-fn decode_content<Q: DeserializeOwned>(
-    content: Option<&arctern_types::elicitation::ElicitContent>,
-) -> Option<Q> {
-    let value = match content {
-        Some(c) => serde_json::to_value(c).ok()?,
-        None => Value::Object(Default::default()),
-    };
-    Q::deserialize(&value).ok()
-}
-
-fn build_request<Q: Question>(ask: Ask) -> Result<InputRequest, ErrorObject> {
-    match ask.kind {
-        AskKind::Form { message } => {
-            let schema = form_schema_for::<Q>().map_err(|why| {
-                tracing::error!(question = Q::KEY, %why, "a question's answer type cannot be asked in a form");
-                ErrorObject::internal_error(format!("The question {:?} cannot be asked in a form", Q::KEY))
-            })?;
-            Ok(InputRequest::elicit_form(message, schema))
-        }
-        AskKind::Url { message, url } => Ok(InputRequest::elicit_url(message, url)),
-    }
-}
-
-/// Where resolving one answer stands.
-enum Step<T> {
-    Done(T),
-    Pending,
-    Deferred,
-    Failed(ErrorObject),
 }
 
 /// The user's decision on a question.
@@ -270,44 +290,33 @@ impl<T> Decision<T> {
     }
 }
 
-fn extract_decision<Q: Question>(parts: &mut CallParts) -> Step<Decision<Q>> {
-    let CallParts {
-        ctx,
-        arguments,
-        input,
-        ..
-    } = parts;
-    let cx = AskContext::new(ctx, arguments, InnerRef::Cell(&input.inner));
-    cx.resolve::<Q>()
-}
-
-fn describe_question<Q: Question>(describe: &mut Signature, by: &'static str) {
-    describe.style(MrtrStyle::Dependency, by);
-    describe.question(Q::KEY, std::any::type_name::<Q>());
-    if let Err(why) = form_schema_for::<Q>() {
-        describe.error(format!("question {:?}: {why}", Q::KEY));
-    }
+fn refusal(key: &str, declined: bool) -> Rejection {
+    let verb = if declined { "declined" } else { "cancelled" };
+    Rejection::new(format!(
+        "The user {verb} the question {key:?}; the request was not carried out."
+    ))
 }
 
 /// The accepted answer to question `Q`. If the user declines or cancels, the call ends with
 /// an `isError` result saying so (use [`AnswerOutcome`] to handle that in the body).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer<Q>(pub Q);
+pub struct Answer<Q: Question>(pub Q::Answer);
+
+impl<Q: Question> std::fmt::Debug for Answer<Q>
+where
+    Q::Answer: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Answer").field(&self.0).finish()
+    }
+}
 
 impl<Q: Question, S> FromCall<S> for Answer<Q> {
     fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
-        match extract_decision::<Q>(parts) {
-            Step::Done(Decision::Accepted(q)) => Extracted::Ready(Answer(q)),
-            Step::Done(Decision::Declined) => Extracted::Rejected(Rejection::new(format!(
-                "The user declined the question {:?}; the request was not carried out.",
-                Q::KEY
-            ))),
-            Step::Done(Decision::Cancelled) => Extracted::Rejected(Rejection::new(format!(
-                "The user cancelled the question {:?}; the request was not carried out.",
-                Q::KEY
-            ))),
+        match Resolver::of(parts).question::<Q>() {
+            Step::Accepted(answer) => Extracted::Ready(Answer(answer)),
+            Step::Refused { key, declined } => Extracted::Rejected(refusal(&key, declined)),
             Step::Pending | Step::Deferred => Extracted::Pending,
-            Step::Failed(e) => Extracted::Rejected(Rejection::protocol(e)),
+            Step::Failed(rejection) => Extracted::Rejected(rejection),
         }
     }
 
@@ -317,105 +326,28 @@ impl<Q: Question, S> FromCall<S> for Answer<Q> {
 }
 
 /// The user's decision on question `Q`: accepted (with the answer), declined or cancelled.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnswerOutcome<Q>(pub Decision<Q>);
+pub struct AnswerOutcome<Q: Question>(pub Decision<Q::Answer>);
+
+impl<Q: Question> std::fmt::Debug for AnswerOutcome<Q>
+where
+    Q::Answer: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("AnswerOutcome").field(&self.0).finish()
+    }
+}
 
 impl<Q: Question, S> FromCall<S> for AnswerOutcome<Q> {
     fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
-        match extract_decision::<Q>(parts) {
-            Step::Done(d) => Extracted::Ready(AnswerOutcome(d)),
-            Step::Pending | Step::Deferred => Extracted::Pending,
-            Step::Failed(e) => Extracted::Rejected(Rejection::protocol(e)),
+        match Resolver::of(parts).question::<Q>().decision() {
+            Ok(decision) => Extracted::Ready(AnswerOutcome(decision)),
+            Err(Step::Failed(rejection)) => Extracted::Rejected(rejection),
+            Err(_) => Extracted::Pending,
         }
     }
 
     fn describe(describe: &mut Signature) {
         describe_question::<Q>(describe, "AnswerOutcome");
-    }
-}
-
-/// An LLM completion from the client for sampling request `Q`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sample<Q>(
-    pub CreateMessageResult,
-    pub std::marker::PhantomData<fn() -> Q>,
-);
-
-impl<Q> Sample<Q> {
-    /// The completion.
-    pub fn result(&self) -> &CreateMessageResult {
-        &self.0
-    }
-
-    /// The completion, owned.
-    pub fn into_result(self) -> CreateMessageResult {
-        self.0
-    }
-}
-
-impl<Q: SamplingQuestion, S> FromCall<S> for Sample<Q> {
-    fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
-        let CallParts {
-            ctx,
-            arguments,
-            input,
-            ..
-        } = parts;
-        let cx = AskContext::new(ctx, arguments, InnerRef::Cell(&input.inner));
-        let params = match Q::ask(&cx) {
-            Ok(p) => p,
-            Err(NotYet) => return Extracted::Pending,
-        };
-        let fits = |r: &InputResponse| matches!(r, InputResponse::CreateMessage(_));
-        match cx.resolve_request(Q::KEY, InputRequest::sample(params), &fits) {
-            Resolution::Answered(answer) => match Arc::unwrap_or_clone(answer) {
-                InputResponse::CreateMessage(result) => {
-                    Extracted::Ready(Sample(result, std::marker::PhantomData))
-                }
-                _ => Extracted::Pending,
-            },
-            _ => Extracted::Pending,
-        }
-    }
-
-    fn describe(describe: &mut Signature) {
-        describe.style(MrtrStyle::Dependency, "Sample");
-        describe.question(Q::KEY, std::any::type_name::<Q>());
-    }
-}
-
-/// The client's roots (`file://` URIs it exposes), asked with `roots/list` under the key
-/// `roots`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Roots(pub Vec<Root>);
-
-impl Roots {
-    /// The key of the roots request in `inputRequests`.
-    pub const KEY: &'static str = "roots";
-}
-
-impl<S> FromCall<S> for Roots {
-    fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
-        let CallParts {
-            ctx,
-            arguments,
-            input,
-            ..
-        } = parts;
-        let cx = AskContext::new(ctx, arguments, InnerRef::Cell(&input.inner));
-        let fits = |r: &InputResponse| matches!(r, InputResponse::ListRoots(_));
-        match cx.resolve_request(Roots::KEY, InputRequest::list_roots(), &fits) {
-            Resolution::Answered(answer) => match Arc::unwrap_or_clone(answer) {
-                InputResponse::ListRoots(list) => Extracted::Ready(Roots(list.roots)),
-                _ => Extracted::Pending,
-            },
-            _ => Extracted::Pending,
-        }
-    }
-
-    fn describe(describe: &mut Signature) {
-        describe.style(MrtrStyle::Dependency, "Roots");
-        describe.question(Roots::KEY, "Roots");
     }
 }
 
@@ -457,14 +389,16 @@ impl<S> FromCall<S> for HandlerState {
 
 /// Questions asked from the body, for questions that can only be phrased at run time.
 ///
-/// Collect several with [`Questions::ask`] and wait for all of them with
+/// Collect several [`Ask`] values with [`Questions::ask`] and wait for all of them with
 /// [`Questions::ready`]: missing answers end the body with an [`Interrupt`] (propagate it
-/// with `?`) and are asked together in one round. A question asked after a `?` is a dependent
-/// question and comes in a later round.
+/// with `?`) and are asked together in one round. A question asked after a `?` is a
+/// dependent question and comes in a later round.
 ///
-/// **The code before the last `?` runs again in every round** (the handler is called afresh
-/// with the answers so far); only the code after it runs once. Keep side effects after the
-/// last question.
+/// **The body runs again in every round** (the handler is called afresh with the answers so
+/// far), so the code before the last `?` runs once per round; keep side effects after the
+/// last question. Even then a round can be replayed while its request state is valid: make
+/// the side effect idempotent on [`RequestContext::flow_id`], or turn on a
+/// [`OneTimeStore`](super::OneTimeStore) (see the [module docs](super)).
 ///
 /// What the body returns decides the round: an error after an [`Interrupt`] (the usual `?`)
 /// makes the call an `input_required` round with the questions collected so far, or ends it
@@ -473,25 +407,23 @@ impl<S> FromCall<S> for HandlerState {
 /// answer without asking for it at all.
 ///
 /// ```no_run
-/// use arctern::server::mrtr::{Ask, AskContext, Interrupt, NotYet, Question, Questions};
-/// use schemars::JsonSchema;
-/// use serde::Deserialize;
+/// use arctern::server::extract::Args;
+/// use arctern::server::mrtr::{Ask, Interrupt, Questions};
 ///
-/// #[derive(Deserialize, JsonSchema)]
-/// struct Confirm { ok: bool }
-/// impl Question for Confirm {
-///     const KEY: &'static str = "confirm";
-///     fn ask(_: &AskContext<'_>) -> Result<Ask, NotYet> { Ok(Ask::form("Go ahead?")) }
-/// }
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Trip { city: String }
 ///
-/// async fn delete(q: Questions) -> Result<String, Interrupt> {
-///     let confirm = q.ask::<Confirm>();
-///     let Confirm { ok } = q.ready(confirm)?;
-///     Ok(if ok { "deleted".into() } else { "kept".into() })
+/// async fn book(Args(trip): Args<Trip>, q: Questions) -> Result<String, Interrupt> {
+///     let hotels = ["Avenida", "Rio"].map(|h| format!("{h} {}", trip.city));
+///     let hotel = q.ask(Ask::choice("hotel", "Which hotel?", &hotels));
+///     let breakfast = q.ask(Ask::confirm("breakfast", "Breakfast included?"));
+///     let (hotel, breakfast) = q.ready((hotel, breakfast))?;
+///     Ok(format!("Booked {hotel}, breakfast: {breakfast}"))
 /// }
 /// ```
 pub struct Questions {
     ctx: RequestContext,
+    target: String,
     arguments: Value,
     shared: Arc<Mutex<InputInner>>,
 }
@@ -503,31 +435,26 @@ impl std::fmt::Debug for Questions {
 }
 
 /// A question collected by [`Questions::ask`]; turn it into its answer with
-/// [`Questions::ready`].
+/// [`Questions::ready`] or [`Questions::decision`].
 #[must_use = "pass it to Questions::ready"]
-pub struct Asked<T> {
-    step: StepSlot<T>,
-}
-
-enum StepSlot<T> {
-    Done(Decision<T>),
-    Waiting,
-    Failed(ErrorObject),
+pub struct Asked<A> {
+    step: Step<A>,
 }
 
 impl Questions {
-    fn cx(&self) -> AskContext<'_> {
-        AskContext::new(&self.ctx, &self.arguments, InnerRef::Shared(&self.shared))
+    fn resolver(&self) -> Resolver<'_> {
+        Resolver::new(
+            &self.ctx,
+            &self.target,
+            &self.arguments,
+            InnerRef::Shared(&self.shared),
+        )
     }
 
-    /// Collects question `Q`: its answer if there is one, else it is queued for this round.
-    pub fn ask<Q: Question>(&self) -> Asked<Q> {
+    /// Collects a question: its answer if there is one, else it is queued for this round.
+    pub fn ask<A>(&self, ask: Ask<A>) -> Asked<A> {
         Asked {
-            step: match self.cx().resolve::<Q>() {
-                Step::Done(d) => StepSlot::Done(d),
-                Step::Pending | Step::Deferred => StepSlot::Waiting,
-                Step::Failed(e) => StepSlot::Failed(e),
-            },
+            step: self.resolver().ask(ask),
         }
     }
 
@@ -542,40 +469,41 @@ impl Questions {
 
     /// Like [`ready`](Self::ready) for one question, but returns the user's decision
     /// (accepted, declined or cancelled) instead of failing on a refusal.
-    pub fn decision<Q>(&self, asked: Asked<Q>) -> Result<Decision<Q>, Interrupt> {
-        match asked.step {
-            StepSlot::Done(d) => Ok(d),
-            StepSlot::Waiting => Err(self.interrupt(InterruptReason::Pending)),
-            StepSlot::Failed(e) => Err(self.interrupt(InterruptReason::Failed(e))),
-        }
+    pub fn decision<A>(&self, asked: Asked<A>) -> Result<Decision<A>, Interrupt> {
+        asked.step.decision().map_err(|step| {
+            let interrupt = Interrupt {
+                reason: match step {
+                    Step::Failed(rejection) => InterruptReason::Failed(rejection.into_error()),
+                    _ => InterruptReason::Pending,
+                },
+            };
+            self.record(&interrupt);
+            interrupt
+        })
     }
 
-    /// Asks `Q` alone and waits for it: `q.answer::<Q>()?`.
-    pub fn answer<Q: Question>(&self) -> Result<Q, Interrupt> {
-        let asked = self.ask::<Q>();
+    /// Asks one question and waits for it: `q.answer(Ask::confirm("go", "Go ahead?"))?`.
+    pub fn answer<A>(&self, ask: Ask<A>) -> Result<A, Interrupt> {
+        let asked = self.ask(ask);
         self.ready(asked)
     }
 
-    /// The accepted answer to `Q` if the user already gave it, without asking: `None` when
-    /// it is missing, declined or cancelled, and the question is not asked this round.
-    pub fn try_answer<Q: Question>(&self) -> Option<Q> {
-        let step = self.cx().resolve::<Q>();
+    /// The accepted answer to a question if the user already gave it, without asking:
+    /// `None` when it is missing, declined or cancelled, and the question is not asked this
+    /// round.
+    pub fn try_answer<A>(&self, ask: Ask<A>) -> Option<A> {
+        let key = ask.key().to_owned();
+        let step = self.resolver().ask(ask);
         // Not asked after all: only questions a body waits for go out.
         self.shared
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .asks
-            .shift_remove(Q::KEY);
+            .shift_remove(&key);
         match step {
-            Step::Done(Decision::Accepted(q)) => Some(q),
+            Step::Accepted(answer) => Some(answer),
             _ => None,
         }
-    }
-
-    fn interrupt(&self, reason: InterruptReason) -> Interrupt {
-        let interrupt = Interrupt { reason };
-        self.record(&interrupt);
-        interrupt
     }
 
     /// Remembers why the body stopped; the server reads it if the body returns an error.
@@ -594,6 +522,7 @@ impl<S> FromCall<S> for Questions {
         parts.input.shared = Some(shared.clone());
         Extracted::Ready(Questions {
             ctx: parts.ctx.clone(),
+            target: parts.target.clone(),
             arguments: parts.arguments.clone(),
             shared,
         })
@@ -616,38 +545,60 @@ mod sealed {
     pub trait Sealed {}
 }
 
-impl<Q> sealed::Sealed for Asked<Q> {}
+impl<A> sealed::Sealed for Asked<A> {}
 
-impl<T> Asked<T> {
-    fn state(&self) -> Result<(), InterruptReason> {
+impl<A> Asked<A> {
+    /// Why this question stops the body, if it does.
+    fn stop(&self) -> Option<InterruptReason> {
         match &self.step {
-            StepSlot::Done(_) => Ok(()),
-            StepSlot::Waiting => Err(InterruptReason::Pending),
-            StepSlot::Failed(e) => Err(InterruptReason::Failed(e.clone())),
+            Step::Accepted(_) => None,
+            Step::Refused { key, declined } => Some(InterruptReason::Refused {
+                key: key.clone(),
+                declined: *declined,
+            }),
+            Step::Pending | Step::Deferred => Some(InterruptReason::Pending),
+            Step::Failed(rejection) => {
+                Some(InterruptReason::Failed(rejection.clone().into_error()))
+            }
         }
     }
 
-    fn value(self, key: &str) -> Result<T, InterruptReason> {
+    fn value(self) -> Option<A> {
         match self.step {
-            StepSlot::Done(Decision::Accepted(t)) => Ok(t),
-            StepSlot::Done(Decision::Declined) => Err(InterruptReason::Refused {
-                key: key.to_owned(),
-                declined: true,
-            }),
-            StepSlot::Done(Decision::Cancelled) => Err(InterruptReason::Refused {
-                key: key.to_owned(),
-                declined: false,
-            }),
-            StepSlot::Waiting => Err(InterruptReason::Pending),
-            StepSlot::Failed(e) => Err(InterruptReason::Failed(e)),
+            Step::Accepted(answer) => Some(answer),
+            _ => None,
         }
     }
 }
 
-impl<Q: Question> Collect for Asked<Q> {
-    type Output = Q;
-    fn collect(self) -> Result<Q, Interrupt> {
-        self.value(Q::KEY).map_err(|reason| Interrupt { reason })
+impl<A> Collect for Asked<A> {
+    type Output = A;
+    fn collect(self) -> Result<A, Interrupt> {
+        match self.stop() {
+            Some(reason) => Err(Interrupt { reason }),
+            None => Ok(self.value().expect("accepted")),
+        }
+    }
+}
+
+/// Why a set of questions stops the body: a failure first, then anything still to be asked
+/// (all of it goes out in one round), then a refusal.
+fn first_stop(stops: impl IntoIterator<Item = Option<InterruptReason>>) -> Option<InterruptReason> {
+    let mut pending = false;
+    let mut refused = None;
+    for stop in stops.into_iter().flatten() {
+        match stop {
+            InterruptReason::Failed(_) => return Some(stop),
+            InterruptReason::Pending => pending = true,
+            InterruptReason::Refused { .. } => {
+                refused.get_or_insert(stop);
+            }
+        }
+    }
+    if pending {
+        Some(InterruptReason::Pending)
+    } else {
+        refused
     }
 }
 
@@ -655,22 +606,15 @@ macro_rules! collect_tuple {
     ($($t:ident),+) => {
         impl<$($t),+> sealed::Sealed for ($(Asked<$t>,)+) {}
 
-        impl<$($t: Question),+> Collect for ($(Asked<$t>,)+) {
+        impl<$($t),+> Collect for ($(Asked<$t>,)+) {
             type Output = ($($t,)+);
             #[allow(non_snake_case)]
             fn collect(self) -> Result<Self::Output, Interrupt> {
                 let ($($t,)+) = self;
-                // Failures first, then anything pending (all asked together), then values.
-                let states = [$($t.state()),+];
-                if let Some(Err(e)) = states.iter().find(|s| matches!(s, Err(InterruptReason::Failed(_)))) {
-                    return Err(Interrupt { reason: e.clone() });
+                if let Some(reason) = first_stop([$($t.stop()),+]) {
+                    return Err(Interrupt { reason });
                 }
-                if states.iter().any(|s| s.is_err()) {
-                    return Err(Interrupt { reason: InterruptReason::Pending });
-                }
-                let values = ($($t.value($t::KEY)),+,);
-                let ($($t,)+) = values;
-                Ok(($($t.map_err(|reason| Interrupt { reason })?,)+))
+                Ok(($($t.value().expect("accepted"),)+))
             }
         }
     };

@@ -2,12 +2,13 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
 
 use arctern_types::mrtr::InputRequest;
 use serde_json::Value;
 
-use crate::state::QuestionDigest;
+use crate::state::{Flow, FlowId, QuestionDigest};
 
 /// Which round of a multi round-trip request a request is, and which questions the answers
 /// it carries answer.
@@ -27,23 +28,59 @@ use crate::state::QuestionDigest;
 ///   question, so a handler can refuse an answer to a question it no longer asks in that
 ///   form.
 ///
+/// - [`flow_id`](Self::flow_id): the flow the round belongs to, the same in every round.
+///
 /// Without request-state sealing (an explicit opt-out) nothing is verified: the number is
-/// always 0, nothing is pinned, and `inputResponses` arrive as the client sent them.
+/// always 0, nothing is pinned, there is no flow, and `inputResponses` arrive as the client
+/// sent them.
 #[derive(Debug, Clone, Default)]
 pub struct Round {
     number: u32,
     pins: BTreeMap<String, QuestionDigest>,
     verified: bool,
+    /// The flow: carried from earlier rounds, or minted when first needed in round 0
+    /// (`None` inside if the random generator failed).
+    flow: OnceLock<Option<Flow>>,
 }
 
 impl Round {
-    /// A round the boundary verified.
-    pub(crate) fn verified(number: u32, pins: BTreeMap<String, QuestionDigest>) -> Self {
+    /// A round the boundary verified, of the carried `flow` (`None` in a first round).
+    pub(crate) fn verified(
+        number: u32,
+        pins: BTreeMap<String, QuestionDigest>,
+        flow: Option<Flow>,
+    ) -> Self {
+        let slot = OnceLock::new();
+        if let Some(flow) = flow {
+            let _ = slot.set(Some(flow));
+        }
         Round {
             number,
             pins,
             verified: true,
+            flow: slot,
         }
+    }
+
+    /// The id of the flow this round belongs to: random, minted in the flow's first round
+    /// and carried sealed, so the same in every round of one flow (and different in every
+    /// other flow). Key a side effect's idempotency on it. `None` when the round is not
+    /// verified (sealing is off) or the request is not a multi round-trip method.
+    pub fn flow_id(&self) -> Option<FlowId> {
+        self.flow().map(|f| f.id)
+    }
+
+    /// When the flow's first round ran (see [`flow_id`](Self::flow_id)).
+    pub fn flow_started(&self) -> Option<SystemTime> {
+        self.flow().map(|f| f.started())
+    }
+
+    /// The flow, minted on first use in a verified first round.
+    pub(crate) fn flow(&self) -> Option<Flow> {
+        if !self.verified {
+            return None;
+        }
+        *self.flow.get_or_init(Flow::start)
     }
 
     /// How many `input_required` rounds came before this request (0 on a first request).
@@ -166,7 +203,7 @@ mod tests {
     fn a_round_tells_which_question_an_answer_answers() {
         let asked = form("Go ahead?", "ok");
         let pins = BTreeMap::from([("confirm".to_owned(), digest_of("confirm", &asked))]);
-        let round = Round::verified(1, pins);
+        let round = Round::verified(1, pins, None);
         assert!(round.answers("confirm", &asked));
         assert!(!round.answers("confirm", &form("Really?", "ok")));
         assert!(!round.answers("other", &asked));

@@ -44,7 +44,8 @@ pub use server::{
     DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_SESSIONS_PER_CLIENT, DEFAULT_PATH, DEFAULT_SESSION_IDLE_TIMEOUT,
     DEFAULT_SHUTDOWN_GRACE, DEFAULT_UNINITIALIZED_SESSION_TIMEOUT, DEFAULT_UNREAD_STREAM_TIMEOUT,
-    HttpConfig, HttpServer, PeerAddr, ResponseBody, ResponseFuture, StreamableHttpService,
+    HttpConfig, HttpServer, INSTANCE_HEADER, PeerAddr, ResponseBody, ResponseFuture,
+    StreamableHttpService,
 };
 #[cfg(all(feature = "server", feature = "tls"))]
 pub use server::{DEFAULT_TLS_HANDSHAKE_TIMEOUT, TlsConfig, TlsReloader};

@@ -100,7 +100,11 @@ pub struct HttpConfig {
     pub(crate) body_read_timeout: Duration,
     pub(crate) max_connections: usize,
     pub(crate) max_in_flight: usize,
+    pub(crate) instance: Option<http::HeaderValue>,
 }
+
+/// The response header naming the instance that answered (see [`HttpConfig::instance_id`]).
+pub const INSTANCE_HEADER: &str = "arctern-instance";
 
 /// An allowed `Host`: a name (lower case, IPv6 in brackets) and optionally one port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,6 +131,7 @@ impl Default for HttpConfig {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            instance: None,
         }
     }
 }
@@ -266,6 +271,27 @@ impl HttpConfig {
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.max_in_flight = requests.max(1);
         self
+    }
+
+    /// Names this instance in an `Arctern-Instance: <id>` header on every response, so that
+    /// operators and tests behind a load balancer see which instance answered. An id that
+    /// cannot be a header value (control characters) is ignored and logged. Off by default.
+    ///
+    /// When the id is a plain token (`A-Z a-z 0-9 _ -`), the ids of 2025-era sessions start
+    /// with it and a dot (`i2.3f9c…`), so that a load balancer can send every request of a
+    /// session to the instance that holds it (for nginx, a `map` of `$http_mcp_session_id`
+    /// to one upstream per instance; see the fleet guide).
+    pub fn instance_id(mut self, id: impl AsRef<str>) -> Self {
+        match http::HeaderValue::from_str(id.as_ref()) {
+            Ok(value) if !id.as_ref().is_empty() => self.instance = Some(value),
+            _ => tracing::warn!("ignored an instance id that cannot be a header value"),
+        }
+        self
+    }
+
+    /// The instance id sent in `Arctern-Instance`, when set.
+    pub fn instance(&self) -> Option<&str> {
+        self.instance.as_ref().and_then(|v| v.to_str().ok())
     }
 
     /// The request body limit in bytes.

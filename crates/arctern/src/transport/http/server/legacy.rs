@@ -28,8 +28,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::sse_event;
 use super::negotiate::MCP_PROTOCOL_VERSION;
-use crate::server::connection::{Connection, Reply, ReplyStream, RequestOrigin, TransportKind};
-use crate::server::{Handler, Principal, PrincipalHook, Server};
+use crate::server::connection::{
+    Connection, MessageKind, Reply, ReplyStream, RequestOrigin, TransportKind,
+};
+use crate::server::{Handler, Server};
 
 /// `Mcp-Session-Id`.
 pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -138,32 +140,21 @@ pub(crate) struct SessionLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PeerAddr(pub SocketAddr);
 
-/// Who a session belongs to: the principal of the request that opened it, as the
-/// authentication layer put it in the request's extensions (or as the server's
-/// [`PrincipalHook`] derives it). Compared as a whole; "no principal" is an owner too, so a
-/// session opened without one cannot be used with one, and the other way round.
+/// Who a session belongs to: the principal of the request that opened it, as the server
+/// binds request state (an authentication layer's [`Principal`](crate::server::Principal),
+/// else the server's [`PrincipalHook`](crate::server::PrincipalHook)). "No principal" is an
+/// owner too, so a session opened without one cannot be used with one, and the other way
+/// round.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Owner {
-    principal: Option<Principal>,
-    derived: Option<String>,
-}
+pub(crate) struct Owner(Option<String>);
 
 impl Owner {
-    pub(crate) fn of(extensions: &http::Extensions, hook: Option<&PrincipalHook>) -> Owner {
-        match extensions.get::<Principal>() {
-            Some(principal) => Owner {
-                principal: Some(principal.clone()),
-                derived: None,
-            },
-            None => Owner {
-                principal: None,
-                derived: hook.and_then(|hook| (hook.0)(extensions)),
-            },
-        }
+    pub(crate) fn of<H: Handler>(server: &Server<H>, extensions: &http::Extensions) -> Owner {
+        Owner(server.principal_of(extensions))
     }
 
     fn is_anonymous(&self) -> bool {
-        self.principal.is_none() && self.derived.is_none()
+        self.0.is_none()
     }
 }
 
@@ -186,11 +177,30 @@ impl ClientKey {
     }
 }
 
+/// The prefix of this instance's session ids (`<instance>.`), so that a load balancer can
+/// route a session to the instance holding it; `None` unless the instance id is a plain
+/// token (`A-Z a-z 0-9 _ -`).
+pub(crate) fn session_prefix(instance: Option<&str>) -> Option<Arc<str>> {
+    let id = instance?;
+    let plain = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    if !plain {
+        tracing::warn!(
+            "the instance id is not a plain token (A-Z a-z 0-9 _ -); session ids do not name the instance"
+        );
+    }
+    plain.then(|| format!("{id}.").into())
+}
+
 /// The legacy sessions of one service.
 pub(crate) struct Sessions {
     map: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
     limits: SessionLimits,
     reaper: AtomicBool,
+    prefix: Option<Arc<str>>,
 }
 
 /// Why no session could be opened.
@@ -204,11 +214,12 @@ pub(crate) enum OpenError {
 }
 
 impl Sessions {
-    pub(crate) fn new(limits: SessionLimits) -> Self {
+    pub(crate) fn new(limits: SessionLimits, prefix: Option<Arc<str>>) -> Self {
         Sessions {
             map: Mutex::new(HashMap::new()),
             limits,
             reaper: AtomicBool::new(false),
+            prefix,
         }
     }
 
@@ -259,7 +270,7 @@ impl Sessions {
         request: JsonRpcMessage,
         origin: RequestOrigin,
     ) -> Result<(Option<Arc<HttpSession>>, Reply), OpenError> {
-        let owner = Owner::of(&origin.extensions, server.config().principal.as_ref());
+        let owner = Owner::of(server, &origin.extensions);
         let client = ClientKey::of(&owner, &origin.extensions);
         // Fail early, before serving, when nothing could make room.
         self.make_room(client.as_ref(), false)?;
@@ -281,7 +292,10 @@ impl Sessions {
             connection.close();
             return Err(OpenError::NoId);
         };
-        let id: Arc<str> = id.into();
+        let id: Arc<str> = match &self.prefix {
+            Some(prefix) => format!("{prefix}{id}").into(),
+            None => id.into(),
+        };
         let cancel = connection.closed_token();
         let now = now_ms();
         let session = Arc::new(HttpSession {
@@ -569,8 +583,8 @@ fn now_ms() -> u64 {
 
 /// What a legacy POST gets back.
 pub(crate) enum Answer {
-    /// One JSON-RPC message.
-    Message(Bytes),
+    /// One JSON-RPC message, and its kind (a response, or a scope refusal).
+    Message(Bytes, MessageKind),
     /// Nothing (a notification or a response was accepted, or the request was cancelled).
     Accepted,
     /// The request's stream: SSE frames with ids (a priming event first on 2025-11-25),
@@ -615,8 +629,13 @@ pub(crate) async fn serve_message(
             }
         };
         match reply {
-            Reply::Message { body, .. } => {
-                let _ = tx.send(Answer::Message(body));
+            Reply::Message { body, kind } => {
+                // A legacy session answers 200 for everything but a scope refusal (403).
+                let kind = match kind {
+                    MessageKind::InsufficientScope => kind,
+                    _ => MessageKind::Response,
+                };
+                let _ = tx.send(Answer::Message(body, kind));
             }
             Reply::Stream(mut stream) => {
                 let log = task_session.new_stream();

@@ -1,0 +1,8 @@
+use arctern_macros::Question;
+
+#[derive(Question)]
+struct Size {
+    size: String,
+}
+
+fn main() {}

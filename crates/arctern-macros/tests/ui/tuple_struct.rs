@@ -1,0 +1,7 @@
+use arctern_macros::Question;
+
+#[derive(Question)]
+#[question(key = "size", message = "Which size?")]
+struct Size(String);
+
+fn main() {}
