@@ -34,7 +34,10 @@ fn mirrored_headers(data: &[u8]) -> WireHeaders {
     let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(data) else {
         return headers;
     };
-    headers.method = message.get("method").and_then(Value::as_str).map(str::to_owned);
+    headers.method = message
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let params = message.get("params");
     headers.protocol_version = params
         .and_then(|p| p.get("_meta"))

@@ -50,7 +50,9 @@ fuzz_target!(|data: &[u8]| {
         let mut tasks = Vec::new();
         for line in lines {
             let handling = connection.handle_bytes(line, origin());
-            tasks.push(tokio::spawn(async move { common::drain(handling.await).await }));
+            tasks.push(tokio::spawn(
+                async move { common::drain(handling.await).await },
+            ));
         }
         for task in tasks {
             match tokio::time::timeout(Duration::from_secs(600), task).await {
@@ -68,7 +70,12 @@ fn decode_both_sides(line: &[u8]) {
     let Some(message) = common::check_decoder(line) else {
         return;
     };
-    let value: Value = serde_json::from_slice(line).expect("it decoded as a message");
+    // A message's params and result stay raw, and serde_json skips raw values without
+    // checking their `\u` escapes (a lone surrogate passes): such a line decodes as a message
+    // but not as a value, and the typed reads below refuse it too.
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        return;
+    };
     let params = value.get("params").cloned();
     match &message {
         JsonRpcMessage::Request(request) => {
@@ -78,7 +85,11 @@ fn decode_both_sides(line: &[u8]) {
                     parsed.method(),
                     parsed.params_value().expect("params serialize"),
                 );
-                assert_eq!(again.as_ref().ok(), Some(&parsed), "server request round trip");
+                assert_eq!(
+                    again.as_ref().ok(),
+                    Some(&parsed),
+                    "server request round trip"
+                );
                 if let Some(input) = parsed.to_input_request() {
                     for version in [ProtocolVersion::V2025_06_18, ProtocolVersion::V2025_11_25] {
                         let _ = ServerRequest::from_input_request(input.clone(), &version, || {

@@ -31,8 +31,11 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let key = StateKey::from_bytes(KeyId::new("fuzz").unwrap(), b"arctern fuzz key, fixed, 32 byte")
-            .unwrap();
+        let key = StateKey::from_bytes(
+            KeyId::new("fuzz").unwrap(),
+            b"arctern fuzz key, fixed, 32 byte",
+        )
+        .unwrap();
         let sealer = StateSealer::builder("fuzz-audience")
             .keys(KeyRing::single(key))
             .clock(ManualClock::new(1_800_000_000))

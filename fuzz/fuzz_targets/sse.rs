@@ -24,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(whole, split);
     }
     for event in &whole.events {
-        assert!(event.len() <= max, "an event of {} bytes over {max}", event.len());
+        assert!(
+            event.len() <= max,
+            "an event of {} bytes over {max}",
+            event.len()
+        );
     }
 });
 

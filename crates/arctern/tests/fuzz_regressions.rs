@@ -8,7 +8,13 @@
 #[test]
 fn uri_template_percent_before_a_multibyte_character_is_refused() {
     use arctern::server::UriTemplate;
-    for template in ["k%Eр", "%aé", "x/%1日本/{id}", "{id}%0\u{10348}", "%E\u{0440}9CEA8A%%9EX3}"] {
+    for template in [
+        "k%Eр",
+        "%aé",
+        "x/%1日本/{id}",
+        "{id}%0\u{10348}",
+        "%E\u{0440}9CEA8A%%9EX3}",
+    ] {
         let err = UriTemplate::parse(template).expect_err(template);
         assert!(
             err.to_string().contains("percent-encoding"),

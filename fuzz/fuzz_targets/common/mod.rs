@@ -6,8 +6,8 @@ use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use arctern::server::Server;
 use arctern::server::McpHandler;
+use arctern::server::Server;
 use arctern::server::connection::Reply;
 use arctern_conformance::fixture::Fixture;
 use arctern_types::jsonrpc::JsonRpcMessage;
