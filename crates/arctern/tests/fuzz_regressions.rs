@@ -21,8 +21,12 @@ fn uri_template_percent_before_a_multibyte_character_is_refused() {
             "{template}: {err}"
         );
     }
-    // The artifact itself, byte for byte.
-    let artifact = b"k%E\xd1\x80\x009CEA8A%%9EX3}%%9,!";
-    let template = std::str::from_utf8(artifact).unwrap();
-    assert!(UriTemplate::parse(template).is_err());
+    // The two artifacts, byte for byte.
+    for artifact in [
+        &b"k%E\xd1\x80\x009CEA8A%%9EX3}%%9,!"[..],
+        &b"S%x\xc6\x8beg\x00\x00\x00,x\xc6\x8b"[..],
+    ] {
+        let template = std::str::from_utf8(artifact).unwrap();
+        assert!(UriTemplate::parse(template).is_err(), "{template:?}");
+    }
 }
