@@ -26,3 +26,10 @@ pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod transport;
+
+// Entry points for the fuzz targets (`fuzz/`) into parsers that are not public. Only built
+// under `--cfg fuzzing`, which cargo-fuzz sets; never part of the API.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+#[path = "fuzz_hooks.rs"]
+pub mod __fuzz;

@@ -52,6 +52,9 @@ use crate::{Error, ErrorKind, Result};
 use body::{Body, JsonStream, RawBody};
 use service::Pipe;
 use sse::{Resume, SseStream};
+// The fuzz targets' way into the SSE parser (see `crate::__fuzz`).
+#[cfg(fuzzing)]
+pub(crate) use sse::SseParser;
 
 pub use pool::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IDLE, Pool,
