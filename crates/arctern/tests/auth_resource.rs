@@ -1179,6 +1179,89 @@ async fn scopes_are_enforced_on_legacy_sessions_too() {
 }
 
 #[tokio::test]
+async fn a_legacy_session_belongs_to_the_token_that_opened_it() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = scoped(&auth, false).await;
+    let token = |subject: &str| {
+        auth.token()
+            .audience(&p.resource)
+            .subject(subject)
+            .scopes(["mcp:tools"])
+            .issue()
+    };
+    let (alice, bob) = (token("alice"), token("bob"));
+    let headers = |token: &str, session: Option<&str>| {
+        let mut h = vec![
+            ("content-type", "application/json".to_owned()),
+            ("accept", "application/json, text/event-stream".to_owned()),
+            ("authorization", format!("Bearer {token}")),
+        ];
+        if let Some(id) = session {
+            h.push(("mcp-session-id", id.to_owned()));
+            h.push(("mcp-protocol-version", "2025-11-25".to_owned()));
+        }
+        h
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "0"}}});
+    let reply = send(
+        p.addr,
+        Method::POST,
+        "/mcp",
+        &headers(&alice, None),
+        Bytes::from(init.to_string()),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let session = reply.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let call = Bytes::from(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "whoami", "arguments": {}}})
+        .to_string(),
+    );
+    // Bob's valid token on Alice's session id: as if the session did not exist.
+    for method in [Method::POST, Method::GET, Method::DELETE] {
+        let body = if method == Method::POST {
+            call.clone()
+        } else {
+            Bytes::new()
+        };
+        let reply = send(
+            p.addr,
+            method.clone(),
+            "/mcp",
+            &headers(&bob, Some(&session)),
+            body,
+        )
+        .await;
+        assert_eq!(
+            reply.status,
+            StatusCode::NOT_FOUND,
+            "{method}: {}",
+            reply.body
+        );
+    }
+    // Alice's session is still hers, and still open.
+    let reply = send(
+        p.addr,
+        Method::POST,
+        "/mcp",
+        &headers(&alice, Some(&session)),
+        call,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert!(
+        message(&reply)["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("alice")),
+        "{}",
+        reply.body
+    );
+}
+
+#[tokio::test]
 async fn the_verified_token_reaches_handlers_and_binds_the_flow() {
     use arctern::auth::resource::VerifiedToken;
     use arctern::server::mrtr::{Ask, Interrupt, Questions};
