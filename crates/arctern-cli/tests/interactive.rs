@@ -413,7 +413,8 @@ fn choosing_a_hotel_with_the_arrow_keys() {
         &dir,
         &["call", demo.url(), "book_hotel", "--arg", "city=Oslo"],
     );
-    t.expect("arctern-demo asks (tool book_hotel, question \"hotel\")");
+    t.expect("arctern-demo (at http://127.0.0.1:");
+    t.expect("asks (tool book_hotel, question \"hotel\")");
     t.expect("Which hotel in Oslo?");
     t.expect("Cancel");
     t.send(ENTER);
@@ -503,14 +504,16 @@ fn a_refused_answer_is_asked_again_with_the_server_s_reason() {
     // The vault checks the code itself; the form cannot know it beforehand.
     let dir = scratch("pty-vault");
     let mut t = Terminal::spawn(&dir, &["call", common::vault(), "unlock"]);
-    t.expect("vault asks (tool unlock, question \"code\")");
+    t.expect("vault (at http://127.0.0.1:");
+    t.expect("asks (tool unlock, question \"code\")");
     t.expect("Enter the code.");
     t.expect("Cancel");
     t.send(ENTER);
     t.expect("code:");
     t.send("0000");
     t.send(ENTER);
-    t.expect("vault asks again (tool unlock, question \"code\")");
+    t.expect("vault (at http://127.0.0.1:");
+    t.expect("asks again (tool unlock, question \"code\")");
     t.expect("The previous answer was not accepted: code: \"0000\" is not the code.");
     t.expect("Cancel");
     t.send(ENTER);
