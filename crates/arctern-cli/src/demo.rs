@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use arctern::server::extract::Args;
 use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question, Questions, Roots};
-use arctern::server::{McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server};
+use arctern::server::{
+    McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server, ToolSpec,
+};
 use arctern::types::prompts::PromptMessage;
 use arctern::types::sampling::CreateMessageResult;
 use schemars::JsonSchema;
@@ -372,17 +374,37 @@ pub fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError
     builder().build()
 }
 
+/// The OAuth scope every request to the protected demo needs (`arctern serve --auth`).
+pub const ACCESS_SCOPE: &str = "mcp:tools";
+
+/// The OAuth scope `provision` needs besides [`ACCESS_SCOPE`] when the demo is protected: a
+/// token without it gets `403 insufficient_scope`, and the client signs in again for it.
+pub const PROVISION_SCOPE: &str = "db:write";
+
 /// The demo server's builder (`arctern serve` adds the fleet settings and the notes to it).
 pub fn builder() -> McpServer {
+    build(&[])
+}
+
+/// The builder of the demo protected by OAuth (`arctern serve --auth`): the same tools,
+/// with `provision` declaring [`PROVISION_SCOPE`]. Serve it behind a protected-resource
+/// layer, which establishes the caller's scopes; without one, `provision` is refused.
+pub fn protected_builder() -> McpServer {
+    build(&[PROVISION_SCOPE])
+}
+
+/// The demo, with the scopes `provision` declares.
+fn build(provision_scopes: &[&str]) -> McpServer {
     McpServer::new("arctern-demo")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(
             "A demonstration of multi round-trip requests: tools that ask the user, the client's \
              LLM, or the client's roots before they finish.",
         )
-        .tool(
-            "provision",
-            "Provision a database. Asks which region to put it in.",
+        .tool_spec(
+            ToolSpec::new("provision")
+                .description("Provision a database. Asks which region to put it in.")
+                .scopes(provision_scopes.iter().copied()),
             provision,
         )
         .tool(

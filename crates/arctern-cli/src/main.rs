@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! arctern serve [--bind 127.0.0.1] [--port 8000] [--stdio]   the demo server (fleet member: --key-file, --redis, --instance-id)
+//! arctern serve --auth [--tls-cert FILE --tls-key FILE]   protected by OAuth, over HTTPS
 //! arctern call <URL> <TOOL> [--arg K=V]... [--json '{…}']
 //! arctern call --stdio "<COMMAND>" <TOOL> ...         the same, with the server as a child process
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]

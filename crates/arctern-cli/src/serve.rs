@@ -1,4 +1,8 @@
-//! `arctern serve`: the demo server, alone or as a member of a fleet behind a load balancer.
+//! `arctern serve`: the demo server, alone or as a member of a fleet behind a load balancer,
+//! over HTTPS (see [`tls`]) and protected by OAuth (see [`auth`]) when asked.
+
+mod auth;
+mod tls;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,7 +13,7 @@ use arctern::server::{ChangeBus, LocalChangeBus};
 use arctern::state::{
     EnvelopeCodec, EnvelopeConfig, KeySource, LocalKeyService, ReloadableKeyRing, StateSealer,
 };
-use arctern::transport::http::{HttpConfig, HttpServer};
+use arctern::transport::http::{DEFAULT_PATH, HttpConfig, HttpServer};
 use arctern_redis::{RedisChangeBus, RedisConfig, RedisOneTimeStore};
 use base64::Engine as _;
 use clap::Args;
@@ -26,7 +30,7 @@ const KEYS_ENV: &str = "ARCTERN_STATE_KEYS";
 #[derive(Args)]
 pub struct ServeArgs {
     /// Port to listen on (0 picks a free one). With --output json, the first line on stdout
-    /// is {"url": "…"}.
+    /// is {"url": "…"} (with --auth, also "issuer": the authorization server).
     #[arg(long, default_value_t = 8000)]
     port: u16,
     /// Address to listen on. 0.0.0.0 (in a container, say) answers only requests whose
@@ -46,6 +50,10 @@ pub struct ServeArgs {
     /// Serve over stdin/stdout instead of HTTP.
     #[arg(long)]
     stdio: bool,
+    #[command(flatten)]
+    auth: auth::AuthArgs,
+    #[command(flatten)]
+    tls: tls::TlsArgs,
     /// The request-state key ring shared by the fleet: lines (or commas) of id:base64key,
     /// the sealing key first. Re-read on SIGHUP, to rotate keys without a restart. Without
     /// it, ARCTERN_STATE_KEYS is used when set, else a process-local key.
@@ -93,7 +101,12 @@ pub async fn serve(args: ServeArgs, format: Format) -> Result<(), Box<dyn std::e
         Some(config) => Notes::in_redis(config, bus.clone(), &instance).await?,
         None => Notes::in_memory(bus.clone(), &instance),
     };
-    let mut builder = crate::demo_notes::install(demo::builder(), notes).change_bus(bus);
+    let demo = if args.auth.auth {
+        demo::protected_builder()
+    } else {
+        demo::builder()
+    };
+    let mut builder = crate::demo_notes::install(demo, notes).change_bus(bus);
     // Each flow completes at most once: across the fleet with Redis, else in this process.
     builder = match &redis {
         Some(config) => builder.one_time_store(
@@ -159,26 +172,51 @@ pub async fn serve(args: ServeArgs, format: Format) -> Result<(), Box<dyn std::e
     if let Some(id) = &args.instance_id {
         config = config.instance_id(id);
     }
-    let bound = HttpServer::new(server)
-        .bind((args.bind, args.port))
-        .config(config)
-        .listen()
-        .await?;
-    let local = bound.local_addr();
+    // Bound first: a protected resource is named by its URL, which holds the port.
+    let listener = tokio::net::TcpListener::bind((args.bind, args.port))
+        .await
+        .map_err(|e| format!("cannot listen on {}:{}: {e}", args.bind, args.port))?;
+    let tls = args.tls.config();
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let addr = listener.local_addr()?;
     // Bound to every interface, the server is reached (and answers) under a loopback name.
-    let url = match local.ip() {
-        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
-            format!("http://127.0.0.1:{}/mcp", local.port())
-        }
-        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
-            format!("http://[::1]:{}/mcp", local.port())
-        }
-        _ => bound.url(),
+    let host = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".to_owned(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => "[::1]".to_owned(),
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
     };
+    let url = format!("{scheme}://{host}:{}{DEFAULT_PATH}", addr.port());
+    let declared = server.handler().declared_scopes();
+    let mut http = HttpServer::new(server).listener(listener).config(config);
+    if let Some(tls) = tls {
+        http = http.tls(tls);
+    }
+    let sign_in = if args.auth.auth {
+        if !addr.ip().is_loopback() {
+            return Err("--auth signs everyone in: it serves on a loopback --bind only".into());
+        }
+        Some(auth::SignIn::start(&url, declared).await?)
+    } else {
+        None
+    };
+    if let Some(sign_in) = &sign_in {
+        http = http.protect(sign_in.resource());
+    }
+    let bound = http.listen().await?;
+    // Before the URL is printed: whoever reads it may send SIGHUP at once.
+    let _reloading_tls = bound.tls_reloader().map(tls::watch_sighup);
     if format == Format::Json {
-        output::line(false, &serde_json::json!({ "url": url }).to_string());
+        let mut line = serde_json::json!({ "url": url });
+        if let Some(sign_in) = &sign_in {
+            line["issuer"] = sign_in.issuer().into();
+        }
+        output::line(false, &line.to_string());
     }
     eprintln!("arctern demo server listening on {url}");
+    if let Some(text) = args.tls.describe() {
+        eprintln!("{text}");
+    }
     if let Some(keys) = &keys {
         let ids: Vec<String> = keys.key_ids().iter().map(|k| k.to_string()).collect();
         eprintln!(
@@ -188,6 +226,10 @@ pub async fn serve(args: ServeArgs, format: Format) -> Result<(), Box<dyn std::e
     }
     eprintln!();
     let arctern = crate::how_to_run();
+    if let Some(sign_in) = &sign_in {
+        sign_in.print_how_to_sign_in(&arctern, &url);
+        eprintln!();
+    }
     eprintln!("Try it from another terminal:");
     eprintln!("  {arctern} call {url} provision --arg name=orders");
     eprintln!("  {arctern} call {url} provision --arg name=orders --answer region=eu-west-1");

@@ -599,3 +599,82 @@ fn signs_in_through_the_browser_with_consent_then_calls_again_without_signing_in
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(server.auth.authorization_requests(), 2);
 }
+
+#[test]
+fn serve_auth_then_call_signs_in_steps_up_for_provision_and_completes_it() {
+    // `arctern serve --auth`, a child process: the demo behind OAuth, its authorization
+    // server in the same process. It says how to sign in.
+    let demo = Demo::start_with(&["--auth"]);
+    demo.wait_for_log("Or sign in ahead of time", 1);
+    let said = demo.log();
+    assert!(
+        said.contains("Authorization server: http://127.0.0.1:"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("call {} provision --arg name=orders", demo.url())),
+        "{said}"
+    );
+    let dir = scratch("pty-serve-auth");
+    let browser = fake_browser(&dir);
+    let creds = dir.join("credentials.json");
+    let env = [
+        ("BROWSER", browser.to_str().unwrap()),
+        ("ARCTERN_CREDENTIALS", creds.to_str().unwrap()),
+    ];
+    // Without a token and without a terminal, the command says to sign in first.
+    let refused = common::run_with(&dir, &["tools", demo.url()], &env);
+    assert_eq!(refused.code, 3, "{refused:?}");
+    assert!(refused.stderr.contains("arctern login"), "{refused:?}");
+
+    // `arctern call` in a terminal: signs in for mcp:tools (listing the tools), then again
+    // for db:write when provision answers 403 insufficient_scope, then asks the question.
+    let mut t = Terminal::spawn_with(
+        &dir,
+        &["call", demo.url(), "provision", "--arg", "name=orders"],
+        &env,
+    );
+    t.expect("needs you to sign in.");
+    t.expect("Open the sign-in page?");
+    t.send(ENTER);
+    t.expect("needs you to sign in.");
+    t.expect("Open the sign-in page?");
+    t.send(ENTER);
+    t.expect("Which region should the database live in?");
+    t.send(ENTER);
+    t.expect("region:");
+    t.send("eu-west-1");
+    t.send(ENTER);
+    t.expect("Provisioned database \"orders\" in eu-west-1.");
+    assert_eq!(t.exit_code(), 0);
+    let visits = std::fs::read_to_string(dir.join("browser-visits.txt")).unwrap();
+    let visits: Vec<&str> = visits.lines().collect();
+    assert_eq!(visits.len(), 2, "{visits:?}");
+    assert!(visits[0].contains("/authorize?"), "{visits:?}");
+    assert!(visits[0].contains("scope=mcp%3Atools"), "{visits:?}");
+    assert!(!visits[0].contains("db%3Awrite"), "{visits:?}");
+    assert!(visits[1].contains("db%3Awrite"), "{visits:?}");
+
+    // The token is kept, with both scopes: the next provision needs no terminal.
+    let run = common::run_with(
+        &dir,
+        &[
+            "call",
+            demo.url(),
+            "provision",
+            "--arg",
+            "name=billing",
+            "--answer",
+            "region=us-east-1",
+        ],
+        &env,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("Provisioned database \"billing\" in us-east-1."),
+        "{run:?}"
+    );
+    let again = std::fs::read_to_string(dir.join("browser-visits.txt")).unwrap();
+    assert_eq!(again.lines().count(), 2, "no new sign-in: {again}");
+}

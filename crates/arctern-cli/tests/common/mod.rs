@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arctern::auth::resource::{ProtectedResource, VerifiedToken};
 use arctern::server::{Handler, McpServer, RequestContext, Server};
@@ -26,13 +26,21 @@ pub const ARCTERN: &str = env!("CARGO_BIN_EXE_arctern");
 pub struct Demo {
     child: Child,
     endpoint: String,
+    /// Its stderr after the line with the URL.
+    log: Arc<Mutex<String>>,
 }
 
 impl Demo {
     /// Starts the demo server on a free port and reads the URL it prints.
     pub fn start() -> Demo {
+        Demo::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with more `serve` flags (`--auth`, `--tls-cert`...).
+    pub fn start_with(flags: &[&str]) -> Demo {
         let mut child = Command::new(ARCTERN)
             .args(["serve", "--port", "0"])
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -50,8 +58,19 @@ impl Demo {
             }
         };
         // Keep draining stderr so that the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        assert!(
+            url.starts_with("http://127.0.0.1:") || url.starts_with("https://127.0.0.1:"),
+            "{url}"
+        );
         assert!(
             !url.contains(":0/"),
             "the printed URL names the real port: {url}"
@@ -59,12 +78,34 @@ impl Demo {
         Demo {
             child,
             endpoint: url,
+            log,
         }
     }
 
     /// The MCP endpoint it printed.
     pub fn url(&self) -> &str {
         &self.endpoint
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What it printed on stderr after the URL, so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits (at most a minute) until its stderr after the URL holds `needle` `times` times.
+    pub fn wait_for_log(&self, needle: &str, times: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.log().matches(needle).count() < times {
+            if Instant::now() > deadline {
+                panic!("{needle:?} never showed; the server said:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

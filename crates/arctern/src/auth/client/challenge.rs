@@ -31,12 +31,15 @@ pub(crate) fn parse(headers: &HeaderMap) -> Vec<Challenge> {
     out
 }
 
-/// The challenge of a scheme the client can answer: `Bearer`, else `DPoP`.
-pub(crate) fn pick(challenges: &[Challenge]) -> Option<&Challenge> {
-    challenges
-        .iter()
-        .find(|c| c.scheme == "bearer")
-        .or_else(|| challenges.iter().find(|c| c.scheme == "dpop"))
+/// The challenge to answer: the one of the scheme the request used (`sent`, such as
+/// `DPoP` — a resource puts its error, like `insufficient_scope` or `use_dpop_nonce`, on that
+/// one, RFC 9449 §7.1), else `Bearer`, else `DPoP`.
+pub(crate) fn pick<'a>(challenges: &'a [Challenge], sent: Option<&str>) -> Option<&'a Challenge> {
+    let scheme = |name: &str| challenges.iter().find(|c| c.scheme == name);
+    sent.map(str::to_ascii_lowercase)
+        .and_then(|sent| scheme(&sent))
+        .or_else(|| scheme("bearer"))
+        .or_else(|| scheme("dpop"))
 }
 
 fn is_token_char(c: char) -> bool {
@@ -149,7 +152,14 @@ mod tests {
         let schemes: Vec<&str> = c.iter().map(|c| c.scheme.as_str()).collect();
         assert_eq!(schemes, ["basic", "dpop", "bearer"]);
         assert_eq!(c[1].param("algs"), Some("ES256"));
-        assert_eq!(pick(&c).unwrap().scheme, "bearer");
+        assert_eq!(pick(&c, None).unwrap().scheme, "bearer");
+        // A request sent with DPoP reads the DPoP challenge, which carries its error.
+        assert_eq!(
+            pick(&c, Some("DPoP")).unwrap().param("error"),
+            Some("use_dpop_nonce")
+        );
+        assert_eq!(pick(&c, Some("Bearer")).unwrap().scheme, "bearer");
+        assert_eq!(pick(&c, Some("Negotiate")).unwrap().scheme, "bearer");
     }
 
     #[test]

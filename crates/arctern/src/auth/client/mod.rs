@@ -604,7 +604,15 @@ impl OAuth {
 
     async fn answer(&self, fetcher: &Fetcher, challenge: Challenge<'_>) -> Result<bool> {
         let all = challenge::parse(challenge.headers);
-        let params = challenge::pick(&all).cloned().unwrap_or_default();
+        let sent_scheme = challenge
+            .request_headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .map(|(scheme, _)| scheme);
+        let params = challenge::pick(&all, sent_scheme)
+            .cloned()
+            .unwrap_or_default();
         let need = match challenge.status {
             StatusCode::UNAUTHORIZED => Need::Token,
             StatusCode::FORBIDDEN if params.param("error") == Some("insufficient_scope") => {
