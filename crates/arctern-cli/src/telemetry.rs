@@ -15,7 +15,8 @@
 //! service (default `arctern-<command>`), `OTEL_EXPORTER_OTLP_PROTOCOL` must be
 //! `http/protobuf` when set, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT`
 //! (milliseconds, default 10 000) and `OTEL_EXPORTER_OTLP_CERTIFICATE` (a PEM file of extra
-//! roots for an HTTPS collector) apply, and `OTEL_SDK_DISABLED=true` turns export off.
+//! roots for an HTTPS collector) apply, and `OTEL_SDK_DISABLED=true` turns off export from
+//! the variables (the flag still exports).
 //!
 //! [`Telemetry::shutdown`] flushes what is buffered, so a short `arctern call` loses no span.
 

@@ -509,6 +509,16 @@ fn an_unsupported_protocol_or_a_bad_endpoint_is_a_usage_error() {
     );
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("--otlp-endpoint"), "{r:?}");
+    // Every command documents the flag and the variables.
+    for command in ["serve", "call"] {
+        let r = run_with(&dir, &[command, "--help"], &[]);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert!(
+            r.stdout.contains("--otlp-endpoint <URL>")
+                && r.stdout.contains("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            "{r:?}"
+        );
+    }
 }
 
 #[test]
