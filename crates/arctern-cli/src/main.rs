@@ -61,6 +61,7 @@ mod sampling;
 mod sanitize;
 mod serve;
 mod session;
+mod telemetry;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -114,6 +115,8 @@ struct Cli {
     /// Output format: text for people, or one JSON document on stdout for scripts.
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     output: Format,
+    #[command(flatten)]
+    telemetry: telemetry::TelemetryArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -277,6 +280,10 @@ async fn main() -> ExitCode {
         }
     };
     let format = cli.output;
+    let telemetry = match telemetry::start(&cli.telemetry, cli.command.name()) {
+        Ok(t) => t,
+        Err(e) => return fail(Failure::usage(e), format),
+    };
     let outcome = match cli.command {
         Command::Serve(a) => serve::serve(a, format)
             .await
@@ -302,14 +309,36 @@ async fn main() -> ExitCode {
         }
         Command::Logout { url } => login::logout(&url).await,
     };
+    // Spans and metrics still buffered are exported before the process ends.
+    telemetry.shutdown().await;
     match outcome {
         Ok(exit) => exit.into(),
-        Err(f) => {
-            eprintln!("arctern: {}", sanitize::text(&f.message));
-            if format == Format::Json {
-                output::json(&f.to_json());
-            }
-            f.exit.into()
+        Err(f) => fail(f, format),
+    }
+}
+
+fn fail(f: Failure, format: Format) -> ExitCode {
+    eprintln!("arctern: {}", sanitize::text(&f.message));
+    if format == Format::Json {
+        output::json(&f.to_json());
+    }
+    f.exit.into()
+}
+
+impl Command {
+    /// The subcommand's name, as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Serve(_) => "serve",
+            Command::Call(_) => "call",
+            Command::Discover(_) => "discover",
+            Command::Tools(_) => "tools",
+            Command::Prompts(_) => "prompts",
+            Command::Resources(_) => "resources",
+            Command::Read(_) => "read",
+            Command::Prompt(_) => "prompt",
+            Command::Login(_) => "login",
+            Command::Logout { .. } => "logout",
         }
     }
 }

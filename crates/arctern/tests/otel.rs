@@ -958,3 +958,166 @@ async fn legacy_sessions_get_server_spans_and_a_session_duration() {
     }
     assert!(recorded, "no session duration after the session ended");
 }
+
+/// A legacy session driven on the wire: `initialize`, then one message at a time.
+async fn legacy_connection(
+    server: &BuiltServer,
+) -> arctern::server::connection::Connection<arctern::server::McpHandler> {
+    let connection = server.connection(TransportKind::Other);
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "wire", "version": "1"}
+        }
+    });
+    let reply = send(&connection, &init).await;
+    assert!(
+        matches!(reply, arctern::server::connection::Reply::Message { .. }),
+        "initialize answered"
+    );
+    send(
+        &connection,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    connection
+}
+
+async fn send(
+    connection: &arctern::server::connection::Connection<arctern::server::McpHandler>,
+    message: &Value,
+) -> arctern::server::connection::Reply {
+    connection
+        .handle_bytes(
+            message.to_string().as_bytes(),
+            RequestOrigin::new(TransportKind::Other),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn the_legacy_shims_questions_are_client_spans_with_their_context_in_meta() {
+    use arctern::server::connection::Reply;
+    use futures::StreamExt;
+
+    let otel = Otel::new();
+    let server = server(otel.server());
+    let connection = legacy_connection(&server).await;
+
+    // Call `book` twice: the first time every question is answered, the second time the
+    // client answers the first question with an error.
+    let mut asked: Vec<Value> = Vec::new();
+    for (call_id, fail) in [(2, false), (3, true)] {
+        let call = json!({
+            "jsonrpc": "2.0", "id": call_id, "method": "tools/call",
+            "params": {"name": "book", "arguments": {}}
+        });
+        let Reply::Stream(mut stream) = send(&connection, &call).await else {
+            panic!("a call that asks answers with a stream")
+        };
+        let last = loop {
+            let next = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next())
+                .await
+                .expect("the server goes on")
+                .expect("the stream ends with the call's answer");
+            let message: Value = serde_json::from_slice(&next).unwrap();
+            if message["method"] == "elicitation/create" {
+                asked.push(message.clone());
+                let key = message["params"]["_meta"][arctern::types::meta::INPUT_KEY_META_KEY]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let answer = if fail {
+                    json!({"jsonrpc": "2.0", "id": message["id"],
+                           "error": {"code": -32603, "message": "the user's terminal is gone"}})
+                } else {
+                    json!({"jsonrpc": "2.0", "id": message["id"],
+                           "result": {"action": "accept", "content": {key.clone(): format!("{key}!")}}})
+                };
+                send(&connection, &answer).await;
+            } else if message["id"] == json!(call_id) {
+                break message;
+            }
+        };
+        if fail {
+            assert!(last.get("error").is_some(), "{last}");
+        } else {
+            assert_eq!(
+                last["result"]["content"][0]["text"], "city!/hotel!",
+                "{last}"
+            );
+        }
+    }
+    connection.close();
+
+    let calls: Vec<SpanData> = otel
+        .of_kind(SpanKind::Server)
+        .into_iter()
+        .filter(|s| s.name == "tools/call book")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    let outgoing = otel.of_kind(SpanKind::Client);
+    assert_eq!(outgoing.len(), 3, "one CLIENT span per question asked");
+    assert_eq!(asked.len(), 3);
+    for message in &asked {
+        let id = message["id"].to_string();
+        let span = outgoing
+            .iter()
+            .find(|s| attr_str(s, "jsonrpc.request.id").as_deref() == Some(id.as_str()))
+            .unwrap_or_else(|| panic!("a span for the server's request {id}"));
+        assert_eq!(span.name, "elicitation/create");
+        assert_eq!(
+            attr_str(span, "mcp.method.name").as_deref(),
+            Some("elicitation/create")
+        );
+        assert_eq!(
+            attr_str(span, "mcp.protocol.version").as_deref(),
+            Some("2025-11-25")
+        );
+        assert_eq!(attr_str(span, "arctern.mcp.era").as_deref(), Some("legacy"));
+        // Under the call that asks, in its trace.
+        let call = calls
+            .iter()
+            .find(|c| c.span_context.span_id() == span.parent_span_id)
+            .expect("the parent is the asking call's SERVER span");
+        assert_eq!(call.span_context.trace_id(), span.span_context.trace_id());
+        // Its own context travelled in the request's `_meta`.
+        assert_eq!(
+            message["params"]["_meta"]["traceparent"],
+            format!(
+                "00-{}-{}-01",
+                span.span_context.trace_id(),
+                span.span_context.span_id()
+            ),
+            "{message}"
+        );
+    }
+    let failed: Vec<&SpanData> = outgoing
+        .iter()
+        .filter(|s| attr_str(s, "error.type").is_some())
+        .collect();
+    assert_eq!(failed.len(), 1, "only the question answered with an error");
+    assert_eq!(attr_str(failed[0], "error.type").as_deref(), Some("-32603"));
+    assert_eq!(
+        attr_str(failed[0], "rpc.response.status_code").as_deref(),
+        Some("-32603")
+    );
+    assert!(matches!(failed[0].status, Status::Error { .. }));
+
+    // The server's client-side histogram: one measurement per question.
+    let (unit, points) = histogram(&otel.server_metrics(), "mcp.client.operation.duration");
+    assert_eq!(unit, "s");
+    let elicitations: Vec<&Point> = points
+        .iter()
+        .filter(|p| has(&p.attributes, "mcp.method.name", "elicitation/create"))
+        .collect();
+    assert_eq!(elicitations.iter().map(|p| p.count).sum::<u64>(), 3);
+    assert!(
+        elicitations
+            .iter()
+            .any(|p| has(&p.attributes, "error.type", "-32603") && p.count == 1)
+    );
+    assert_eq!(elicitations[0].bounds, DURATION_BUCKETS.to_vec());
+}

@@ -12,9 +12,10 @@ use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
 
 use super::{
-    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, TraceFields, attr, names, seconds_since,
+    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, TraceFields, attr, error_kind_name, names,
+    seconds_since,
 };
-use crate::{Error, ErrorKind};
+use crate::Error;
 
 /// The client's OpenTelemetry instrumentation: where its tracer and meter come from.
 ///
@@ -252,20 +253,6 @@ impl ClientObservation {
             .instruments()
             .operation
             .record(seconds_since(o.clock), &o.attributes);
-    }
-}
-
-fn error_kind_name(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Io => "io",
-        ErrorKind::Transport => "transport",
-        ErrorKind::Timeout => "timeout",
-        ErrorKind::Closed => "closed",
-        ErrorKind::Codec => "codec",
-        ErrorKind::Version => "version",
-        ErrorKind::Tls => "tls",
-        ErrorKind::Auth => "auth",
-        _ => "_OTHER",
     }
 }
 

@@ -214,6 +214,24 @@ impl Injector for TraceFields {
     }
 }
 
+/// `error.type` of a failure without a JSON-RPC error code (the side that sent the request
+/// counts every failure as an error).
+#[cfg(any(feature = "server", feature = "client"))]
+pub(crate) fn error_kind_name(kind: crate::ErrorKind) -> &'static str {
+    use crate::ErrorKind;
+    match kind {
+        ErrorKind::Io => "io",
+        ErrorKind::Transport => "transport",
+        ErrorKind::Timeout => "timeout",
+        ErrorKind::Closed => "closed",
+        ErrorKind::Codec => "codec",
+        ErrorKind::Version => "version",
+        ErrorKind::Tls => "tls",
+        ErrorKind::Auth => "auth",
+        _ => "_OTHER",
+    }
+}
+
 /// Time since `start`, in seconds, for a histogram.
 #[cfg(any(feature = "server", feature = "client"))]
 pub(crate) fn seconds_since(start: std::time::Instant) -> f64 {

@@ -19,7 +19,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{
-    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, attr, is_caller_error, names, seconds_since,
+    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, attr, error_kind_name, is_caller_error, names,
+    seconds_since,
 };
 use crate::Era;
 use crate::server::connection::{Reply, TransportKind};
@@ -71,6 +72,8 @@ pub(crate) struct Instruments {
     tracer: BoxedTracer,
     operation: Histogram<f64>,
     session: Histogram<f64>,
+    /// Requests the server sends (the legacy shim's questions to a 2025-era client).
+    outgoing: Histogram<f64>,
     flow_duration: Histogram<f64>,
     flow_rounds: Histogram<u64>,
     rejected: Counter<u64>,
@@ -95,6 +98,10 @@ impl Instruments {
             session: seconds(
                 names::SERVER_SESSION_DURATION,
                 "Duration of an MCP session (2025-era clients)",
+            ),
+            outgoing: seconds(
+                names::CLIENT_OPERATION_DURATION,
+                "Duration of one MCP request, from sending to the answer",
             ),
             flow_duration: seconds(
                 names::FLOW_DURATION,
@@ -648,6 +655,119 @@ impl Drop for SessionClock {
         self.telemetry
             .instruments()
             .session
+            .record(seconds_since(self.clock), &self.attributes);
+    }
+}
+
+impl SessionClock {
+    /// Observes a request the server sends to the session's client.
+    pub(crate) fn outgoing(&self, method: &str, id: i64) -> Outgoing {
+        let instruments = self.telemetry.instruments();
+        let mut attributes = Vec::with_capacity(4);
+        attributes.push(KeyValue::new(attr::METHOD, method.to_owned()));
+        attributes.extend(self.attributes.iter().cloned());
+        let mut span_attributes = attributes.clone();
+        span_attributes.push(KeyValue::new(attr::REQUEST_ID, id.to_string()));
+        span_attributes.push(KeyValue::new(attr::ERA, "legacy"));
+        // Under the call that asks (its SERVER span is current while the shim runs).
+        let parent = Context::current();
+        let span = instruments
+            .tracer
+            .span_builder(method.to_owned())
+            .with_kind(SpanKind::Client)
+            .with_attributes(span_attributes)
+            .start_with_context(&instruments.tracer, &parent);
+        Outgoing(Some(Box::new(OutgoingObserved {
+            telemetry: self.telemetry.clone(),
+            cx: parent.with_span(span),
+            clock: Instant::now(),
+            attributes,
+        })))
+    }
+}
+
+/// A request the server sends to a 2025-era client (the legacy shim's `elicitation/create`,
+/// `sampling/createMessage`, `roots/list`): as the conventions say for operations the server
+/// initiates, a `CLIENT` span (under the asking call's span) whose context goes in the
+/// request's `_meta`, and `mcp.client.operation.duration`. Every failure is an error, as on
+/// any client; dropped unanswered, it ends as `cancelled`.
+pub(crate) struct Outgoing(Option<Box<OutgoingObserved>>);
+
+struct OutgoingObserved {
+    telemetry: ServerTelemetry,
+    cx: Context,
+    clock: Instant,
+    attributes: Vec<KeyValue>,
+}
+
+impl Outgoing {
+    /// The trace-context keys to put in the request's `_meta` (those SEP-414 reserves).
+    pub(crate) fn trace_fields(&self) -> Vec<(&'static str, String)> {
+        struct Fields(Vec<(&'static str, String)>);
+        impl opentelemetry::propagation::Injector for Fields {
+            fn set(&mut self, key: &str, value: String) {
+                let key = match key {
+                    "traceparent" => "traceparent",
+                    "tracestate" => "tracestate",
+                    "baggage" => "baggage",
+                    _ => return,
+                };
+                self.0.push((key, value));
+            }
+        }
+        let Some(o) = &self.0 else {
+            return Vec::new();
+        };
+        let mut fields = Fields(Vec::new());
+        global::get_text_map_propagator(|p| p.inject_context(&o.cx, &mut fields));
+        fields.0
+    }
+
+    /// Ends the span with the client's answer and records the duration.
+    pub(crate) fn finish(mut self, outcome: &Result<Value, crate::Error>) {
+        let error = outcome.as_ref().err().map(|e| match e.protocol_error() {
+            Some(obj) => (
+                Some(obj.code.0.to_string()),
+                obj.code.0.to_string(),
+                e.to_string(),
+            ),
+            None => (None, error_kind_name(e.kind()).to_owned(), e.to_string()),
+        });
+        if let Some(o) = self.0.take() {
+            o.end(error);
+        }
+    }
+}
+
+impl Drop for Outgoing {
+    fn drop(&mut self) {
+        if let Some(o) = self.0.take() {
+            o.end(Some((
+                None,
+                "cancelled".to_owned(),
+                "The request was given up before the client answered".to_owned(),
+            )));
+        }
+    }
+}
+
+impl OutgoingObserved {
+    /// `error`: the JSON-RPC code (if any), `error.type` and the message.
+    fn end(mut self, error: Option<(Option<String>, String, String)>) {
+        let span = self.cx.span();
+        if let Some((code, error_type, message)) = error {
+            if let Some(code) = code {
+                self.attributes.push(KeyValue::new(attr::STATUS_CODE, code));
+            }
+            self.attributes
+                .push(KeyValue::new(attr::ERROR_TYPE, error_type));
+            span.set_status(Status::error(message));
+        }
+        span.set_attributes(self.attributes.iter().cloned());
+        span.end();
+        self.telemetry
+            .instruments()
+            .outgoing
             .record(seconds_since(self.clock), &self.attributes);
     }
 }

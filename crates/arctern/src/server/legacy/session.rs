@@ -250,6 +250,41 @@ impl LegacySession {
         timeout: Duration,
     ) -> Result<Value, Error> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        // A CLIENT span of the server's, whose context travels in the request's `_meta`.
+        #[cfg(feature = "otel")]
+        let outgoing = self
+            .clock
+            .as_ref()
+            .map(|clock| clock.outgoing(request.method(), id));
+        #[cfg(feature = "otel")]
+        let traced = outgoing.as_ref().and_then(|o| {
+            let fields = o.trace_fields();
+            (!fields.is_empty()).then(|| {
+                let mut traced = request.clone();
+                for (key, value) in fields {
+                    traced.insert_meta(key, value);
+                }
+                traced
+            })
+        });
+        #[cfg(feature = "otel")]
+        let request = traced.as_ref().unwrap_or(request);
+        let answer = self.exchange(sink, request, id, timeout).await;
+        #[cfg(feature = "otel")]
+        if let Some(outgoing) = outgoing {
+            outgoing.finish(&answer);
+        }
+        answer
+    }
+
+    /// Sends `request` with JSON-RPC id `id` and waits for the answer.
+    async fn exchange(
+        &self,
+        sink: &NotificationSink,
+        request: &ServerRequest,
+        id: i64,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
         let message = request
             .to_jsonrpc(RequestId::Number(id))
             .and_then(|r| serde_json::to_vec(&r))
