@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use arctern::server::extract::Args;
 use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question, Questions, Roots};
+use arctern::server::tasks::{TaskConfig, TaskError, TaskHandle, TaskSupport};
 use arctern::server::{
     McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server, ToolSpec,
 };
@@ -105,6 +106,50 @@ async fn slow_count(ctx: RequestContext, Args(a): Args<SlowCount>) -> String {
         .await;
     }
     format!("Counted to {steps}.")
+}
+
+/// Arguments of `deploy`.
+#[derive(Deserialize, JsonSchema)]
+pub struct DeployArgs {
+    /// The service to deploy.
+    pub service: String,
+    /// How many build steps run before it asks (1 to 100; 300 ms each).
+    #[serde(default = "default_steps")]
+    pub steps: u32,
+}
+
+fn default_steps() -> u32 {
+    4
+}
+
+/// A long job run as a task: build steps with progress, one question mid-way (asked through
+/// `tasks/get`, answered through `tasks/update`), and cooperative cancellation.
+async fn deploy(task: TaskHandle, Args(a): Args<DeployArgs>) -> Result<String, TaskError> {
+    let steps = a.steps.clamp(1, 100);
+    let total = u64::from(steps) + 1;
+    for step in 1..=steps {
+        task.progress(
+            u64::from(step),
+            Some(total),
+            format!("building {}: step {step} of {steps}", a.service),
+        )
+        .await;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(300)) => {}
+            () = task.cancelled() => return Err(TaskError::Cancelled),
+        }
+    }
+    let ship = task
+        .ask(Ask::confirm(
+            "ship",
+            format!("The build of {} passed. Ship it to production?", a.service),
+        ))
+        .await?;
+    if !ship {
+        return Ok(format!("Built {}; kept it out of production.", a.service));
+    }
+    task.progress(total, Some(total), "shipped").await;
+    Ok(format!("Deployed {} to production.", a.service))
 }
 
 /// Arguments of `haiku`.
@@ -429,6 +474,16 @@ fn build(provision_scopes: &[&str]) -> McpServer {
             book_hotel,
         )
         .tool("echo", "Returns its text.", echo)
+        .tasks(TaskConfig::default().poll_interval(Duration::from_millis(200)))
+        .tool_spec(
+            ToolSpec::new("deploy")
+                .description(
+                    "Builds and deploys a service as a task: progress at each step, and one \
+                     question before it ships.",
+                )
+                .task(TaskSupport::Optional),
+            deploy,
+        )
         .tool(
             "confirm",
             "Returns its text after the user confirms.",

@@ -61,6 +61,7 @@ mod sampling;
 mod sanitize;
 mod serve;
 mod session;
+mod task_view;
 mod telemetry;
 
 use std::path::PathBuf;
@@ -449,8 +450,9 @@ async fn call(a: CallArgs, format: Format) -> Result<Exit, Failure> {
     let arguments =
         args::build(&tool.input_schema, a.json.as_deref(), &a.args).map_err(Failure::usage)?;
     let what = format!("calling tool {tool_name:?}");
-    let result = client.call_tool(&tool_name, &arguments).await;
+    let result = task_view::call(&client, &session, &tool_name, &arguments).await;
     let _ = client.close().await;
+    let result = result?;
     let result = match result {
         Ok(r) => r,
         Err(e) => return settle(&session, Err(e), &what),

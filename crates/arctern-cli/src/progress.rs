@@ -46,9 +46,41 @@ impl Progress {
 
     /// Shows one progress notification.
     pub fn update(&self, p: &ProgressNotificationParams) {
-        let key = format!("{:?}", p.progress_token);
+        let message = match (&p.message, p.total.filter(|t| *t > 0.0)) {
+            (Some(m), Some(_)) => m.clone(),
+            (None, Some(total)) => format!("{} of {}", p.progress, total),
+            (Some(m), None) => format!("{m} ({})", p.progress),
+            (None, None) => p.progress.to_string(),
+        };
+        self.draw(
+            &format!("{:?}", p.progress_token),
+            Some(p.progress),
+            p.total,
+            message,
+        );
+    }
+
+    /// Shows a task's state: its status message as a bar when it reads `[done/total] text`
+    /// (what arctern servers report), else as a spinner with the status.
+    pub fn task(&self, id: &str, status: &str, message: Option<&str>) {
+        let key = format!("task:{id}");
+        match message.and_then(parse_task_progress) {
+            Some((done, total, text)) => self.draw(&key, Some(done), total, text.to_owned()),
+            None => self.draw(
+                &key,
+                None,
+                None,
+                match message {
+                    Some(m) => format!("{status}: {m}"),
+                    None => status.to_owned(),
+                },
+            ),
+        }
+    }
+
+    fn draw(&self, key: &str, progress: Option<f64>, total: Option<f64>, message: String) {
         let mut bars = self.bars.lock().unwrap_or_else(|e| e.into_inner());
-        let at = match bars.iter().position(|(k, _)| *k == key) {
+        let at = match bars.iter().position(|(k, _)| k == key) {
             Some(at) => at,
             None => {
                 if bars.len() >= MAX_BARS
@@ -57,39 +89,31 @@ impl Progress {
                     oldest.finish_and_clear();
                     self.multi.remove(&oldest);
                 }
-                bars.push_back((key, self.multi.add(ProgressBar::new(SCALE as u64))));
+                bars.push_back((key.to_owned(), self.multi.add(ProgressBar::new(SCALE as u64))));
                 bars.len() - 1
             }
         };
         let bar = &bars[at].1;
-        let message = p
-            .message
-            .as_deref()
-            .map(|m| crate::sanitize::line(m).into_owned());
-        match p.total.filter(|t| *t > 0.0) {
-            Some(total) => {
+        // Server-provided text: control and escape sequences neutralized.
+        let message = crate::sanitize::line(&message).into_owned();
+        match (progress, total.filter(|t| *t > 0.0)) {
+            (Some(progress), Some(total)) => {
                 bar.set_style(
                     ProgressStyle::with_template("[{bar:40}] {percent:>3}% {msg}")
                         .unwrap_or_else(|_| ProgressStyle::default_bar())
                         .progress_chars("#>-"),
                 );
-                let fraction = (p.progress / total).clamp(0.0, 1.0);
+                let fraction = (progress / total).clamp(0.0, 1.0);
                 // In [0, SCALE] by the clamp above.
                 bar.set_position((fraction * SCALE).round() as u64);
-                bar.set_message(match message {
-                    Some(m) => m,
-                    None => format!("{} of {}", p.progress, total),
-                });
+                bar.set_message(message);
             }
-            None => {
+            _ => {
                 bar.set_style(
                     ProgressStyle::with_template("{spinner} {msg}")
                         .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                 );
-                bar.set_message(match message {
-                    Some(m) => format!("{m} ({})", p.progress),
-                    None => p.progress.to_string(),
-                });
+                bar.set_message(message);
                 bar.tick();
             }
         }
@@ -132,6 +156,17 @@ impl Progress {
     }
 }
 
+/// `[done/total] text` or `[done] text` (a task's status message) as its parts.
+fn parse_task_progress(message: &str) -> Option<(f64, Option<f64>, &str)> {
+    let rest = message.strip_prefix('[')?;
+    let (counts, text) = rest.split_once(']')?;
+    let (done, total) = match counts.split_once('/') {
+        Some((done, total)) => (done.trim().parse().ok()?, Some(total.trim().parse().ok()?)),
+        None => (counts.trim().parse().ok()?, None),
+    };
+    Some((done, total, text.trim_start()))
+}
+
 /// A log message as one line.
 pub fn log_line(m: &LoggingMessageNotificationParams) -> String {
     let text = match &m.data {
@@ -172,6 +207,21 @@ mod tests {
             p.update(&n);
         }
         assert_eq!(p.bars.lock().unwrap().len(), MAX_BARS);
+        p.finish();
+    }
+
+    #[test]
+    fn task_status_messages_with_counts() {
+        assert_eq!(
+            parse_task_progress("[2/4] testing"),
+            Some((2.0, Some(4.0), "testing"))
+        );
+        assert_eq!(parse_task_progress("[3] more"), Some((3.0, None, "more")));
+        assert_eq!(parse_task_progress("running"), None);
+        assert_eq!(parse_task_progress("[a/b] x"), None);
+        let p = Progress::new();
+        p.task("t1", "working", Some("[1/4] building"));
+        p.task("t1", "input_required", None);
         p.finish();
     }
 

@@ -300,6 +300,77 @@ fn the_progress_bar_draws() {
 }
 
 #[test]
+fn a_task_shows_its_progress_and_asks_mid_way() {
+    let demo = Demo::start();
+    let dir = scratch("pty-task");
+    let mut t = Terminal::spawn(
+        &dir,
+        &[
+            "call",
+            demo.url(),
+            "deploy",
+            "--arg",
+            "service=billing",
+            "--arg",
+            "steps=3",
+        ],
+    );
+    t.expect("the call runs as task");
+    t.expect("arctern: task working");
+    t.expect("building billing: step 1 of 3");
+    t.expect("[#");
+    // The mid-task question is a form like any other.
+    t.expect("question \"ship\"");
+    t.expect("Ship it to production?");
+    t.expect("Cancel");
+    t.send(ENTER);
+    t.expect("ship:");
+    t.send("y");
+    t.send(ENTER);
+    t.expect("Deployed billing to production.");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_task() {
+    let demo = Demo::start();
+    let dir = scratch("pty-task-cancel");
+    let mut t = Terminal::spawn(
+        &dir,
+        &[
+            "call",
+            demo.url(),
+            "deploy",
+            "--arg",
+            "service=billing",
+            "--arg",
+            "steps=100",
+        ],
+    );
+    t.expect("the call runs as task ");
+    let screen = t.text();
+    let at = screen.find("the call runs as task ").unwrap() + "the call runs as task ".len();
+    let id: String = screen[at..]
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    assert_eq!(id.len(), 32, "{screen}");
+    t.expect("step 2 of 100");
+    t.send(CTRL_C);
+    t.expect(&format!("arctern: interrupted; cancelled task {id}"));
+    assert_eq!(t.exit_code(), 130);
+    // The server saw the cancellation.
+    let status = common::runtime().block_on(async {
+        let client = arctern::client::Client::builder()
+            .connect(demo.url())
+            .await
+            .unwrap();
+        client.get_task(&id).await.unwrap().task.status
+    });
+    assert_eq!(status, arctern::types::tasks::TaskStatus::Cancelled);
+}
+
+#[test]
 fn ctrl_c_in_a_form_stops_the_command() {
     let demo = Demo::start();
     let dir = scratch("pty-interrupt");

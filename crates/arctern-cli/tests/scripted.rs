@@ -33,6 +33,26 @@ fn provision_answered_with_the_shorthand() {
 }
 
 #[test]
+fn a_task_s_mid_task_question_answered_with_answer() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "deploy",
+        "--arg",
+        "service=billing",
+        "--arg",
+        "steps=2",
+        "--answer",
+        "ship=false",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Built billing; kept it out of production.\n");
+    assert!(r.stderr.contains("the call runs as task"), "{r:?}");
+    assert!(r.stderr.contains("arctern: task working"), "{r:?}");
+}
+
+#[test]
 fn provision_answered_with_json_and_json_output() {
     let demo = Demo::start();
     let r = run(&[

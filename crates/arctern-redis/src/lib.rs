@@ -13,7 +13,11 @@
 //! * the one-time flow store (the replay guard of flows whose last round has side effects):
 //!   a flow completed on one instance must be refused on every other — [`RedisOneTimeStore`],
 //!   a [`OneTimeStore`](arctern::server::mrtr::OneTimeStore) on Redis keys;
-//! * the task store, when the tasks extension lands (not built yet).
+//! * the task store of the tasks extension: a task created on one instance can be polled,
+//!   answered and cancelled through any other — [`RedisTaskStore`], a
+//!   [`TaskStore`](arctern::server::tasks::TaskStore) on Redis keys, with the updates and
+//!   cancellations for a task's running work carried to the instance that runs it over
+//!   pub/sub.
 //!
 //! # When Redis is down
 //!
@@ -27,6 +31,8 @@
 //! | a round that ran while Redis went away | its answer is sent; the claim's end is logged as an error and the flow stays claimed (refused) until its tokens expire |
 //! | changes announced on an instance | still reach that instance's streams and sessions at once |
 //! | changes crossing instances | lost while Redis is unreachable (each failed publish is logged as a warning); when the subscription comes back, every local stream and session is told that every list it follows changed, so clients refetch |
+//! | creating a task, with a [`RedisTaskStore`] | refused within the timeout: `tools/call` of a task tool answers `-32603` "The server could not create the task" and the tool does not run (ordinary tools keep working) |
+//! | `tasks/get`, `tasks/update`, `tasks/cancel` | answered as before by the instance running the task (from memory); at any other instance `-32603` ("The server could not read the task") within the timeout. Changes saved meanwhile are lost from Redis; the next change after the outage stores the whole record again, but a task that ended during the outage keeps its last stored state there until its time to live ends |
 //! | data an application keeps in Redis (the demo's notes) | calls fail after at most the timeout with the Redis error, which the application reports (the demo answers a tool error) |
 //!
 //! The connection and the subscription reconnect by themselves, with backoff.
@@ -35,6 +41,7 @@
 
 mod changes;
 mod one_time;
+mod tasks;
 
 use std::time::Duration;
 
@@ -42,6 +49,7 @@ pub use changes::{BusStats, DEFAULT_CHANNEL, RedisChangeBus};
 pub use one_time::RedisOneTimeStore;
 /// The Redis client this crate is built on, for an application's own data.
 pub use redis;
+pub use tasks::{DEFAULT_REDIS_TASK_CAPACITY, DEFAULT_RETENTION, RedisTaskStore};
 
 /// The default prefix of the keys arctern keeps in Redis.
 pub const DEFAULT_KEY_PREFIX: &str = "arctern:";
@@ -77,7 +85,8 @@ impl RedisConfig {
         self
     }
 
-    /// The pub/sub channel of [`RedisChangeBus`] (default [`DEFAULT_CHANNEL`]). Instances
+    /// The pub/sub channel of [`RedisChangeBus`] (default [`DEFAULT_CHANNEL`]; a
+    /// [`RedisTaskStore`] uses `{channel}:tasks` and `{channel}:task:{instance}`). Instances
     /// that should see each other's changes use the same one; separate fleets on one Redis
     /// use different ones.
     pub fn channel(mut self, channel: impl Into<String>) -> Self {

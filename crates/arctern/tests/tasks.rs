@@ -13,14 +13,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arctern::ErrorKind;
-use arctern::client::{CallOptions, Client, StdioCommand, ToolStart};
+use arctern::client::{CallOptions, Client, ServerNotification, StdioCommand, ToolStart};
 use arctern::server::mrtr::Ask;
 use arctern::server::tasks::{TaskConfig, TaskError, TaskHandle, TaskSupport};
 use arctern::server::{McpHandler, McpServer, Server, ToolSpec};
 use arctern::transport::http::HttpServer;
 use arctern::transport::stdio::StdioServer;
 use arctern::types::elicitation::ElicitResult;
-use arctern::types::tasks::TaskStatus;
+use arctern::types::subscriptions::SubscriptionFilter;
+use arctern::types::tasks::{DetailedTask, TaskStatus};
 use arctern::types::tools::CallToolResult;
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -207,6 +208,93 @@ async fn a_client_without_the_extension_gets_no_task() {
     assert!(text(&r).contains("not running as a task"), "{}", text(&r));
     // The task methods need the extension too.
     let err = client.get_task("anything").await.unwrap_err();
+    assert_eq!(err.protocol_error().unwrap().code.0, -32021);
+    server.shutdown();
+}
+
+/// The next `notifications/tasks` on `sub`, as the task it carries.
+async fn next_task(sub: &mut arctern::client::Subscription) -> DetailedTask {
+    use futures::StreamExt as _;
+    loop {
+        let n = tokio::time::timeout(PATIENCE, sub.next())
+            .await
+            .expect("a notification arrives")
+            .expect("the stream is open")
+            .unwrap();
+        if let ServerNotification::Other(n) = n
+            && n.method == "notifications/tasks"
+        {
+            let params = n.params.unwrap();
+            assert!(params["_meta"].is_object(), "tagged with the subscription");
+            return serde_json::from_value(params).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn over_http_a_listener_hears_the_tasks_it_named() {
+    let server = server();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = HttpServer::new(server.clone())
+        .listener(listener)
+        .listen()
+        .await
+        .unwrap();
+    let url = bound.url();
+    tokio::spawn(bound.serve());
+    let client = answering_client().connect(&url).await.unwrap();
+    let ToolStart::Task(task) = client.start_tool("deploy", json!({})).await.unwrap() else {
+        panic!("deploy must become a task");
+    };
+    let ToolStart::Task(other) = client.start_tool("forever", json!({})).await.unwrap() else {
+        panic!("forever must become a task");
+    };
+    let mut filter = SubscriptionFilter::default();
+    filter.extra.insert(
+        "taskIds".into(),
+        json!([
+            task.task_id,
+            task.task_id,
+            "0123456789abcdef0123456789abcdef"
+        ]),
+    );
+    let mut sub = client.subscribe(filter).await.unwrap();
+    // Accepted as asked (duplicates dropped); unknown ids simply never send anything.
+    assert_eq!(
+        sub.acknowledged().extra["taskIds"],
+        json!([task.task_id, "0123456789abcdef0123456789abcdef"])
+    );
+    // The current state first, then every change until the end, result inlined.
+    let mut asking = next_task(&mut sub).await;
+    assert_eq!(asking.task.task_id, task.task_id);
+    while asking.task.status != TaskStatus::InputRequired {
+        asking = next_task(&mut sub).await;
+    }
+    assert!(asking.input_requests.unwrap().contains_key("go"));
+    let answers =
+        serde_json::from_value(json!({"go": {"action": "accept", "content": {"go": true}}}))
+            .unwrap();
+    client.update_task(&task.task_id, &answers).await.unwrap();
+    let done = loop {
+        let t = next_task(&mut sub).await;
+        assert_eq!(t.task.task_id, task.task_id, "only the named task is sent");
+        if t.task.status.is_terminal() {
+            break t;
+        }
+    };
+    assert_eq!(done.task.status, TaskStatus::Completed);
+    assert_eq!(
+        done.result.unwrap()["content"][0]["text"],
+        json!("deployed: true")
+    );
+    client.cancel_task(&other.task_id).await.unwrap();
+    drop(sub);
+
+    // Naming tasks needs the extension.
+    let plain = answering_client().tasks(false).connect(&url).await.unwrap();
+    let mut filter = SubscriptionFilter::default();
+    filter.extra.insert("taskIds".into(), json!([task.task_id]));
+    let err = plain.subscribe(filter).await.unwrap_err();
     assert_eq!(err.protocol_error().unwrap().code.0, -32021);
     server.shutdown();
 }

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::connection::ReplyStream;
 use super::context::Principal;
+use super::tasks::TaskFeed;
 
 /// Changes a server can announce on `subscriptions/listen` streams.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,6 +327,10 @@ pub(crate) fn listen_supported(caps: &ServerCapabilities) -> bool {
             .resources
             .as_ref()
             .is_some_and(|r| r.list_changed == Some(true) || r.subscribe == Some(true))
+        || caps
+            .extensions
+            .as_ref()
+            .is_some_and(|e| e.contains_key(arctern_types::tasks::EXTENSION_ID))
 }
 
 #[derive(Debug)]
@@ -362,8 +367,14 @@ impl ChangeBroker {
         subscriber: http::Extensions,
         shutdown: CancellationToken,
         encoder: Encoder,
+        tasks: Option<TaskFeed>,
     ) -> ReplyStream {
-        let honoured = honour(&requested, caps);
+        let mut honoured = honour(&requested, caps);
+        if let Some(feed) = &tasks {
+            honoured
+                .extra
+                .insert("taskIds".to_owned(), json!(feed.ids()));
+        }
         let ack = notification(
             methods::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
             &id,
@@ -383,6 +394,7 @@ impl ChangeBroker {
             ack: Some(ack),
             pending: Vec::new(),
             done: false,
+            tasks,
         };
         ReplyStream::new(futures::stream::unfold(state, ListenState::next))
     }
@@ -399,6 +411,15 @@ struct ListenState {
     ack: Option<Bytes>,
     pending: Vec<Bytes>,
     done: bool,
+    tasks: Option<TaskFeed>,
+}
+
+/// The next task state for a stream that follows tasks (never, for one that does not).
+async fn next_task(feed: &mut Option<TaskFeed>) -> arctern_types::tasks::DetailedTask {
+    match feed {
+        Some(feed) => feed.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl ListenState {
@@ -431,6 +452,10 @@ impl ListenState {
                     }
                     Err(ChangeRecvError::Closed) => return None,
                 },
+                task = next_task(&mut self.tasks) => {
+                    let msg = task_notification(&self.id, &task);
+                    return Some((msg, self));
+                }
             }
         }
     }
@@ -544,6 +569,20 @@ fn honour(requested: &SubscriptionFilter, caps: &ServerCapabilities) -> Subscrip
             .filter(|_| subscribe),
         ..Default::default()
     }
+}
+
+/// `notifications/tasks`: the task as `tasks/get` would give it, tagged with the stream.
+fn task_notification(id: &RequestId, task: &arctern_types::tasks::DetailedTask) -> Bytes {
+    let mut params = match serde_json::to_value(task) {
+        Ok(Value::Object(params)) => params,
+        _ => serde_json::Map::new(),
+    };
+    params.insert(
+        "_meta".to_owned(),
+        json!({ SUBSCRIPTION_ID_KEY: id_value(id) }),
+    );
+    let msg = json!({"jsonrpc": "2.0", "method": methods::NOTIFICATIONS_TASKS, "params": params});
+    Bytes::from(serde_json::to_vec(&msg).unwrap_or_default())
 }
 
 fn id_value(id: &RequestId) -> Value {

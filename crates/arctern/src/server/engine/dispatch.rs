@@ -38,7 +38,7 @@ use crate::server::listed::{ListResult, Listed, ListedForm};
 use crate::server::middleware::{self, Call, Next, Request, Response};
 use crate::server::mrtr::{Claim, OneTimeStore, Round};
 use crate::server::note_channel;
-use crate::server::tasks::{TaskAccess, declares_extension, missing_extension};
+use crate::server::tasks::{TaskAccess, TaskFeed, declares_extension, missing_extension};
 use crate::server::wire::{WireParams, WireResult};
 use crate::state::{FlowId, RejectReason, StateBinding, StateRejection};
 use arctern_types::result::EmptyResult;
@@ -770,13 +770,13 @@ impl<H: Handler> Server<H> {
         origin: RequestOrigin,
         scope: &Scope<'_>,
     ) -> Reply {
-        let params = match self.read_params::<SubscriptionsListenRequestParams>(
+        let (params, meta) = match self.read_params::<SubscriptionsListenRequestParams>(
             &Served::Modern,
             Method::Listen,
             raw,
             &origin,
         ) {
-            Ok((params, _)) => params,
+            Ok(read) => read,
             Err(reply) => return reply(id),
         };
         let policy = &self.inner.config.subscriptions;
@@ -784,6 +784,11 @@ impl<H: Handler> Server<H> {
         if let Err(error) = policy.check(asked, 0) {
             return Reply::response(encode_error(Some(&id), &error));
         }
+        let tasks = match self.task_feed(&params, &meta, &origin) {
+            Ok(feed) => feed,
+            Err(e) if e.code.is_modern_envelope_error() => return invalid(Some(&id), &e),
+            Err(e) => return Reply::response(encode_error(Some(&id), &e)),
+        };
         let this = self.clone();
         let encoder = Arc::new(move |id: &RequestId| {
             let mut result =
@@ -802,7 +807,30 @@ impl<H: Handler> Server<H> {
             origin.extensions,
             scope.closing.clone(),
             encoder,
+            tasks,
         ))
+    }
+
+    /// The `notifications/tasks` a listen request asks for (`notifications.taskIds`), if
+    /// the server runs tasks; only for a request that declares the extension.
+    fn task_feed(
+        &self,
+        params: &SubscriptionsListenRequestParams,
+        meta: &RequestMeta,
+        origin: &RequestOrigin,
+    ) -> Result<Option<TaskFeed>, ErrorObject> {
+        let Some(asked) = params.notifications.extra.get("taskIds") else {
+            return Ok(None);
+        };
+        let ids: Vec<String> = serde_json::from_value(asked.clone()).map_err(|_| {
+            ErrorObject::invalid_params("notifications.taskIds must be an array of task ids")
+        })?;
+        let Some(runtime) = &self.inner.tasks else {
+            return Ok(None);
+        };
+        declared(meta)?;
+        let principal = self.principal_of(&origin.extensions);
+        Ok(Some(TaskFeed::new(runtime.clone(), ids, principal)))
     }
 
     /// Encodes a handler's answer in the era's shape.

@@ -92,7 +92,7 @@ impl<H: Handler> Server<H> {
                 .extensions
                 .get_or_insert_default()
                 .insert(EXTENSION_ID.to_owned(), serde_json::json!({}));
-            Arc::new(TaskRuntime::new(tasks, shutdown.clone()))
+            TaskRuntime::new(tasks, shutdown.clone())
         });
         let server_info = config.stamp_server_info.then(|| {
             serde_json::value::to_raw_value(&config.info).expect("Implementation serializes")

@@ -36,7 +36,8 @@ use crate::server::mrtr::{Ask, check_answer, question_with_reason};
 
 pub(crate) use runtime::{LiveTask, TaskRuntime};
 pub use store::{
-    DEFAULT_TASK_CAPACITY, MemoryTaskStore, TaskRecord, TaskStore, TaskStoreError, TaskStoreFuture,
+    DEFAULT_TASK_CAPACITY, MemoryTaskStore, TaskInbox, TaskRecord, TaskSignal, TaskStore,
+    TaskStoreError, TaskStoreFuture,
 };
 
 /// How long a task lives unless told otherwise (five minutes).
@@ -47,6 +48,8 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 pub const DEFAULT_MAX_RUNNING: usize = 256;
 /// How long cancelled work may take to stop before it is dropped, unless told otherwise.
 pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(10);
+/// How many task ids one `subscriptions/listen` stream may follow unless told otherwise.
+pub const DEFAULT_LISTEN_TASK_IDS: usize = 100;
 
 /// Whether a tool runs as a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +75,9 @@ pub struct TaskConfig {
     pub max_running: usize,
     /// How long cancelled work may take to stop on its own before it is dropped.
     pub cancel_grace: Duration,
+    /// How many task ids one `subscriptions/listen` stream may follow
+    /// (`notifications.taskIds`); the acknowledgement lists the ones accepted.
+    pub listen_task_ids: usize,
 }
 
 impl fmt::Debug for TaskConfig {
@@ -81,6 +87,7 @@ impl fmt::Debug for TaskConfig {
             .field("poll_interval", &self.poll_interval)
             .field("max_running", &self.max_running)
             .field("cancel_grace", &self.cancel_grace)
+            .field("listen_task_ids", &self.listen_task_ids)
             .finish_non_exhaustive()
     }
 }
@@ -93,6 +100,7 @@ impl Default for TaskConfig {
             poll_interval: DEFAULT_POLL_INTERVAL,
             max_running: DEFAULT_MAX_RUNNING,
             cancel_grace: DEFAULT_CANCEL_GRACE,
+            listen_task_ids: DEFAULT_LISTEN_TASK_IDS,
         }
     }
 }
@@ -127,6 +135,85 @@ impl TaskConfig {
         self.cancel_grace = grace;
         self
     }
+
+    /// Sets how many task ids one `subscriptions/listen` stream may follow.
+    pub fn listen_task_ids(mut self, max: usize) -> Self {
+        self.listen_task_ids = max;
+        self
+    }
+}
+
+/// The `notifications/tasks` of one `subscriptions/listen` stream: the state of each task it
+/// named, first as it is now and then at every change, as the principal that named them may
+/// see them (tasks of other principals, and unknown ids, send nothing).
+pub(crate) struct TaskFeed {
+    runtime: Arc<TaskRuntime>,
+    rx: broadcast::Receiver<Arc<TaskRecord>>,
+    ids: Vec<String>,
+    principal: Option<String>,
+    /// Ids whose current state is still to be sent (at the start, and after falling behind).
+    snapshot: Vec<String>,
+}
+
+impl TaskFeed {
+    /// Follows up to the configured number of `requested` ids (duplicates dropped).
+    pub(crate) fn new(
+        runtime: Arc<TaskRuntime>,
+        requested: Vec<String>,
+        principal: Option<String>,
+    ) -> Self {
+        let mut ids: Vec<String> = Vec::new();
+        for id in requested {
+            if ids.len() >= runtime.listen_task_ids() {
+                break;
+            }
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        TaskFeed {
+            rx: runtime.watch(),
+            runtime,
+            snapshot: ids.iter().rev().cloned().collect(),
+            ids,
+            principal,
+        }
+    }
+
+    /// The ids followed, for the acknowledgement.
+    pub(crate) fn ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// The next state to send.
+    pub(crate) async fn next(&mut self) -> arctern_types::tasks::DetailedTask {
+        loop {
+            if let Some(id) = self.snapshot.last().cloned() {
+                let found = self.runtime.find(&id, self.principal.as_deref()).await;
+                self.snapshot.pop();
+                match found {
+                    Ok(record) => return record.detailed(),
+                    Err(_) => continue,
+                }
+            }
+            match self.rx.recv().await {
+                Ok(record) => {
+                    if record.principal == self.principal && self.ids.contains(&record.task_id) {
+                        return record.detailed();
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(
+                        missed,
+                        "a task listener fell behind; sending the current states"
+                    );
+                    self.snapshot = self.ids.iter().rev().cloned().collect();
+                }
+                // The runtime (which this feed keeps alive) holds the sender.
+                Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+            }
+        }
+    }
 }
 
 /// Every change of a stored task, for `notifications/tasks`.
@@ -143,7 +230,13 @@ impl TaskStatusBroadcast {
     }
 
     fn send(&self, record: &TaskRecord) {
-        let _ = self.tx.send(Arc::new(record.clone()));
+        if self.tx.receiver_count() > 0 {
+            let _ = self.tx.send(Arc::new(record.clone()));
+        }
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Arc<TaskRecord>> {
+        self.tx.subscribe()
     }
 }
 

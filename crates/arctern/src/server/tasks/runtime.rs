@@ -14,7 +14,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::store::{TaskRecord, TaskStore, TaskStoreError};
+use super::store::{TaskInbox, TaskRecord, TaskSignal, TaskStore, TaskStoreError};
 use super::{TaskConfig, TaskStatusBroadcast};
 use crate::Outcome;
 use crate::server::handler::HandlerResult;
@@ -24,6 +24,14 @@ use crate::server::mcp::BoxFuture;
 /// that ids of other principals cannot be probed).
 pub(crate) fn task_not_found() -> ErrorObject {
     ErrorObject::invalid_params("Failed to retrieve task: Task not found")
+}
+
+/// The error of a `tasks/update` or `tasks/cancel` that could not reach the process running
+/// the task's work.
+fn unreachable_work() -> ErrorObject {
+    ErrorObject::internal_error(
+        "The server could not reach the instance running the task; try again later",
+    )
 }
 
 /// The tasks of one server.
@@ -36,12 +44,46 @@ pub(crate) struct TaskRuntime {
 }
 
 impl TaskRuntime {
-    pub(crate) fn new(config: TaskConfig, shutdown: CancellationToken) -> Self {
-        TaskRuntime {
+    /// The runtime, attached to its store (which may hand it signals from other processes).
+    pub(crate) fn new(config: TaskConfig, shutdown: CancellationToken) -> Arc<Self> {
+        let runtime = Arc::new(TaskRuntime {
             config,
             live: Mutex::new(HashMap::new()),
             shutdown,
             updates: TaskStatusBroadcast::new(),
+        });
+        runtime
+            .config
+            .store
+            .attach(TaskInbox::new(Arc::downgrade(&runtime)));
+        runtime
+    }
+
+    /// Every change of a task from now on, for `notifications/tasks`.
+    pub(crate) fn watch(&self) -> tokio::sync::broadcast::Receiver<Arc<TaskRecord>> {
+        self.updates.subscribe()
+    }
+
+    /// A signal another process sent for a task: `true` when its work runs here.
+    pub(crate) async fn receive(&self, id: &str, signal: TaskSignal) -> bool {
+        let Some(live) = self.live_task(id) else {
+            return false;
+        };
+        match signal {
+            TaskSignal::Update { input_responses } => live.deliver(input_responses).await,
+            TaskSignal::Cancel => {
+                live.set_terminal(TaskStatus::Cancelled, "Cancelled by the client")
+                    .await;
+                live.cancel.cancel();
+            }
+        }
+        true
+    }
+
+    /// A task another process runs changed.
+    pub(crate) fn changed_elsewhere(&self, record: TaskRecord) {
+        if self.live_task(&record.task_id).is_none() {
+            self.updates.send(&record);
         }
     }
 
@@ -163,8 +205,17 @@ impl TaskRuntime {
         Ok(Outcome::Task(CreateTaskResult::new(task)))
     }
 
+    /// How many task ids one listen stream may follow.
+    pub(crate) fn listen_task_ids(&self) -> usize {
+        self.config.listen_task_ids
+    }
+
     /// Loads a task the caller may see.
-    async fn find(&self, id: &str, principal: Option<&str>) -> Result<TaskRecord, ErrorObject> {
+    pub(crate) async fn find(
+        &self,
+        id: &str,
+        principal: Option<&str>,
+    ) -> Result<TaskRecord, ErrorObject> {
         let record = match self.live_task(id) {
             Some(live) => live.snapshot().await,
             None => match self.config.store.load(id).await {
@@ -201,15 +252,30 @@ impl TaskRuntime {
         principal: Option<&str>,
         responses: InputResponses,
     ) -> Result<(), ErrorObject> {
-        self.find(id, principal).await?;
-        match self.live_task(id) {
-            Some(live) => live.deliver(responses).await,
-            None => tracing::debug!(
-                task = id,
-                "ignored answers to a task that is not running here"
-            ),
+        let record = self.find(id, principal).await?;
+        if let Some(live) = self.live_task(id) {
+            live.deliver(responses).await;
+            return Ok(());
         }
-        Ok(())
+        if record.status.is_terminal() {
+            tracing::debug!(task = id, "ignored answers to a task that has ended");
+            return Ok(());
+        }
+        // Its work runs in another process: the store carries the answers there.
+        let signal = TaskSignal::Update {
+            input_responses: responses,
+        };
+        match self.config.store.signal(id, signal).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                tracing::warn!(task = id, "no instance is running the task to answer");
+                Err(unreachable_work())
+            }
+            Err(e) => {
+                tracing::error!(error = %e, task = id, "the task store failed to pass answers on");
+                Err(unreachable_work())
+            }
+        }
     }
 
     /// `tasks/cancel`: a terminal task is left as it is.
@@ -229,6 +295,16 @@ impl TaskRuntime {
                 live.cancel.cancel();
             }
             None => {
+                // Its work runs in another process: the store carries the cancellation
+                // there, and that process records it.
+                match self.config.store.signal(id, TaskSignal::Cancel).await {
+                    Ok(true) => return Ok(()),
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::error!(error = %e, task = id, "the task store failed to pass a cancellation on");
+                        return Err(unreachable_work());
+                    }
+                }
                 // Its work runs nowhere (a restarted server): only the record is left.
                 let mut record = record;
                 record.status = TaskStatus::Cancelled;

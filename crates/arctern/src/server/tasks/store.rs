@@ -9,10 +9,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use arctern_types::ErrorObject;
 use arctern_types::meta::JsonObject;
-use arctern_types::mrtr::InputRequests;
+use arctern_types::mrtr::{InputRequests, InputResponses};
 use arctern_types::tasks::{DetailedTask, Task, TaskStatus};
 use serde::{Deserialize, Serialize};
 
+use super::runtime::TaskRuntime;
 use super::time::rfc3339;
 
 /// What [`TaskStore`] methods return.
@@ -149,9 +150,10 @@ pub(crate) fn now_ms() -> u64 {
 /// time to live has ended ([`TaskRecord::is_expired`]), and must not return an expired one.
 ///
 /// [`MemoryTaskStore`] serves one process. A store shared by a fleet lets every instance
-/// answer `tasks/get`; a task's questions and cancellation still reach the running work only
-/// on the instance that runs it, so route `tasks/*` by their `Mcp-Name` header (the task id)
-/// to that instance.
+/// answer `tasks/get`; the work of a task runs on the instance that created it, so a store
+/// that carries a `tasks/update` or `tasks/cancel` arriving elsewhere to that instance
+/// implements [`signal`](Self::signal) and [`attach`](Self::attach) too (without them,
+/// route `tasks/*` by their `Mcp-Name` header, the task id, to the instance that runs it).
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task. Fails with [`TaskStoreError::Full`] when the store holds as many
     /// tasks as it may.
@@ -162,6 +164,80 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Replaces the record of a task the store has (a record it no longer has is dropped).
     fn save(&self, record: TaskRecord) -> TaskStoreFuture<'_, ()>;
+
+    /// Carries `signal` to the process whose work runs the task `task_id`, which this
+    /// process does not run; that process's server gets it through its [`TaskInbox`].
+    /// `Ok(true)`: it was handed to that process; `Ok(false)`: no process is listening for
+    /// the task (its work runs nowhere any more). The default, for stores that serve one
+    /// process, is `Ok(false)`.
+    fn signal<'a>(&'a self, task_id: &'a str, signal: TaskSignal) -> TaskStoreFuture<'a, bool> {
+        let _ = (task_id, signal);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// Called once by each server that keeps its tasks here: the store passes the signals
+    /// meant for the tasks this process runs, and the changes of tasks other processes run
+    /// (for `notifications/tasks`), to `inbox`. The default ignores it.
+    fn attach(&self, inbox: TaskInbox) {
+        let _ = inbox;
+    }
+}
+
+/// What an instance that does not run a task asks of the one that does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "signal", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum TaskSignal {
+    /// Answers to the task's questions (`tasks/update`).
+    #[serde(rename_all = "camelCase")]
+    Update {
+        /// The answers, by question key.
+        input_responses: InputResponses,
+    },
+    /// Stop the work (`tasks/cancel`).
+    Cancel,
+}
+
+/// Where a [`TaskStore`] shared by several processes hands a server what other processes
+/// send it ([`TaskStore::attach`]). Cheap to clone; it does not keep the server alive.
+#[derive(Clone)]
+pub struct TaskInbox {
+    runtime: std::sync::Weak<TaskRuntime>,
+}
+
+impl fmt::Debug for TaskInbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskInbox")
+            .field("open", &(self.runtime.strong_count() > 0))
+            .finish()
+    }
+}
+
+impl TaskInbox {
+    pub(crate) fn new(runtime: std::sync::Weak<TaskRuntime>) -> Self {
+        TaskInbox { runtime }
+    }
+
+    /// Hands `signal` to the work of task `task_id`: `true` when it runs in this server.
+    pub async fn deliver(&self, task_id: &str, signal: TaskSignal) -> bool {
+        match self.runtime.upgrade() {
+            Some(runtime) => runtime.receive(task_id, signal).await,
+            None => false,
+        }
+    }
+
+    /// Tells this server's `notifications/tasks` listeners that a task another process runs
+    /// changed (the record as that process saved it).
+    pub fn changed(&self, record: TaskRecord) {
+        if let Some(runtime) = self.runtime.upgrade() {
+            runtime.changed_elsewhere(record);
+        }
+    }
+
+    /// Whether the server is still there.
+    pub fn is_open(&self) -> bool {
+        self.runtime.strong_count() > 0
+    }
 }
 
 /// A [`TaskStore`] failed.
