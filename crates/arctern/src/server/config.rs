@@ -143,7 +143,14 @@ pub struct ServerConfig {
     /// Makes each multi round-trip flow complete at most once (needs sealing; see
     /// [`OneTimeStore`]). Off by default.
     pub one_time: Option<Arc<dyn OneTimeStore>>,
+    /// The most `subscriptions/listen` streams open at once, over every connection
+    /// (default [`DEFAULT_MAX_LISTEN_STREAMS`]). One more is refused with a `-32603` error
+    /// naming the limit; each idle stream holds a connection and about 12 KiB.
+    pub max_listen_streams: usize,
 }
+
+/// The default of [`ServerConfig::max_listen_streams`].
+pub const DEFAULT_MAX_LISTEN_STREAMS: usize = 1024;
 
 impl fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -160,6 +167,7 @@ impl fmt::Debug for ServerConfig {
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
             .field("one_time", &self.one_time.is_some())
+            .field("max_listen_streams", &self.max_listen_streams)
             .finish()
     }
 }
@@ -195,6 +203,7 @@ impl ServerConfig {
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
             one_time: None,
+            max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
         }
     }
 
@@ -276,6 +285,13 @@ impl ServerConfig {
     /// fixed request-state error. Needs request-state sealing.
     pub fn one_time_store(mut self, store: impl OneTimeStore) -> Self {
         self.one_time = Some(Arc::new(store));
+        self
+    }
+
+    /// Sets the most `subscriptions/listen` streams open at once (see
+    /// [`max_listen_streams`](Self::max_listen_streams)).
+    pub fn max_listen_streams(mut self, limit: usize) -> Self {
+        self.max_listen_streams = limit;
         self
     }
 }

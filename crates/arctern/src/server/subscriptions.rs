@@ -2,6 +2,7 @@
 //! notifications.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arctern_types::RequestId;
 use arctern_types::capabilities::ServerCapabilities;
@@ -34,14 +35,19 @@ pub enum Change {
 /// Cheap to clone; sending with no open stream does nothing.
 #[derive(Debug, Clone)]
 pub struct ChangeNotifier {
-    tx: broadcast::Sender<Change>,
+    tx: broadcast::Sender<Announced>,
 }
 
 impl ChangeNotifier {
     /// Announces a change.
     pub fn notify(&self, change: Change) {
-        // An error only means that no stream is open.
-        let _ = self.tx.send(change);
+        if self.tx.receiver_count() == 0 {
+            return;
+        }
+        // Rendered once here; each stream splices its subscription id into it.
+        let template = Arc::new(Template::of(&change));
+        // An error only means that the last stream closed meanwhile.
+        let _ = self.tx.send(Announced { change, template });
     }
 
     /// `notifications/tools/list_changed`.
@@ -71,6 +77,76 @@ impl ChangeNotifier {
     }
 }
 
+/// A change as the channel carries it: with its notification rendered once, for every
+/// stream to splice its own subscription id into.
+#[derive(Debug, Clone)]
+pub(crate) struct Announced {
+    /// The change.
+    pub(crate) change: Change,
+    template: Arc<Template>,
+}
+
+/// A notification's bytes around the subscription id in its `_meta`.
+#[derive(Debug)]
+struct Template {
+    /// Everything before the id (`{"jsonrpc":"2.0","method":…,"params":{…"_meta":{"…":`).
+    head: Vec<u8>,
+}
+
+/// What follows the id: the end of `_meta`, of `params` and of the message.
+const TEMPLATE_TAIL: &[u8] = b"}}}";
+
+impl Template {
+    /// The notification of `change` (whether any stream asked for it is up to each stream).
+    fn of(change: &Change) -> Template {
+        match change {
+            Change::ToolsListChanged => Self::new(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, None),
+            Change::PromptsListChanged => {
+                Self::new(methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED, None)
+            }
+            Change::ResourcesListChanged => {
+                Self::new(methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED, None)
+            }
+            Change::ResourceUpdated(uri) => {
+                Self::new(methods::NOTIFICATIONS_RESOURCES_UPDATED, Some(uri))
+            }
+        }
+    }
+
+    /// `{"jsonrpc":"2.0","method":METHOD,"params":{["uri":URI,]"_meta":{KEY:` — the bytes a
+    /// `json!` value of the same notification serializes to, up to the id.
+    fn new(method: &str, uri: Option<&str>) -> Template {
+        let mut head = Vec::with_capacity(128);
+        head.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+        write_json(&mut head, method);
+        head.extend_from_slice(br#","params":{"#);
+        if let Some(uri) = uri {
+            head.extend_from_slice(br#""uri":"#);
+            write_json(&mut head, uri);
+            head.push(b',');
+        }
+        head.extend_from_slice(br#""_meta":{"#);
+        write_json(&mut head, SUBSCRIPTION_ID_KEY);
+        head.push(b':');
+        Template { head }
+    }
+
+    /// The notification for the stream whose id serializes to `id`.
+    fn splice(&self, id: &[u8]) -> Bytes {
+        let mut out = Vec::with_capacity(self.head.len() + id.len() + TEMPLATE_TAIL.len());
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(id);
+        out.extend_from_slice(TEMPLATE_TAIL);
+        Bytes::from(out)
+    }
+}
+
+/// Appends `s` as a JSON string.
+fn write_json(out: &mut Vec<u8>, s: &str) {
+    // Writing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
 /// Serializes the graceful final result of a listen stream.
 pub(crate) type Encoder = Arc<dyn Fn(&RequestId) -> Bytes + Send + Sync>;
 
@@ -90,19 +166,39 @@ const CHANGE_BUFFER: usize = 256;
 
 #[derive(Debug)]
 pub(crate) struct ChangeBroker {
-    tx: broadcast::Sender<Change>,
+    tx: broadcast::Sender<Announced>,
+    /// Open `subscriptions/listen` streams.
+    open: Arc<AtomicUsize>,
+}
+
+/// A `subscriptions/listen` request over the server's limit on open streams.
+#[derive(Debug)]
+pub(crate) struct TooManyStreams {
+    /// The limit.
+    pub(crate) limit: usize,
 }
 
 impl ChangeBroker {
     pub(crate) fn new() -> Self {
         ChangeBroker {
             tx: broadcast::channel(CHANGE_BUFFER).0,
+            open: Arc::new(AtomicUsize::new(0)),
         }
     }
 
     /// A receiver of every change from now on (a legacy session's forwarder).
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Announced> {
         self.tx.subscribe()
+    }
+
+    /// Counts a stream about to open against `limit`; the slot frees when the guard drops.
+    pub(crate) fn reserve(&self, limit: usize) -> Result<OpenStream, TooManyStreams> {
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+                (open < limit).then_some(open + 1)
+            })
+            .map_err(|_| TooManyStreams { limit })?;
+        Ok(OpenStream(self.open.clone()))
     }
 
     pub(crate) fn notifier(&self) -> ChangeNotifier {
@@ -116,6 +212,7 @@ impl ChangeBroker {
     /// shuts down (then a final result).
     pub(crate) fn listen(
         &self,
+        slot: OpenStream,
         id: RequestId,
         requested: SubscriptionFilter,
         caps: &ServerCapabilities,
@@ -131,8 +228,11 @@ impl ChangeBroker {
                 serde_json::to_value(&honoured).unwrap_or(Value::Null),
             )),
         );
+        let id_json = serde_json::to_vec(&id).unwrap_or_else(|_| b"null".to_vec());
         let state = ListenState {
+            _slot: slot,
             id,
+            id_json,
             filter: honoured,
             rx: self.tx.subscribe(),
             shutdown,
@@ -145,8 +245,21 @@ impl ChangeBroker {
     }
 }
 
+/// One open `subscriptions/listen` stream, counted against the server's limit until dropped.
+#[derive(Debug)]
+pub(crate) struct OpenStream(Arc<AtomicUsize>);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 struct ListenState {
+    _slot: OpenStream,
     id: RequestId,
+    /// The id as JSON, spliced into every notification.
+    id_json: Vec<u8>,
     filter: SubscriptionFilter,
     rx: broadcast::Receiver<Change>,
     shutdown: CancellationToken,
@@ -175,8 +288,8 @@ impl ListenState {
                     return Some((bytes, self));
                 }
                 change = self.rx.recv() => match change {
-                    Ok(change) => {
-                        if let Some(msg) = self.render(&change) {
+                    Ok(announced) => {
+                        if let Some(msg) = self.render(&announced) {
                             return Some((msg, self));
                         }
                     }
@@ -190,32 +303,21 @@ impl ListenState {
         }
     }
 
-    fn render(&self, change: &Change) -> Option<Bytes> {
+    /// The announcement's notification with this stream's id, if the stream follows it.
+    fn render(&self, announced: &Announced) -> Option<Bytes> {
         let f = &self.filter;
-        let method = match change {
-            Change::ToolsListChanged if f.tools_list_changed == Some(true) => {
-                methods::NOTIFICATIONS_TOOLS_LIST_CHANGED
-            }
-            Change::PromptsListChanged if f.prompts_list_changed == Some(true) => {
-                methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED
-            }
-            Change::ResourcesListChanged if f.resources_list_changed == Some(true) => {
-                methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED
-            }
-            Change::ResourceUpdated(uri) => {
-                let subscribed = f.resource_subscriptions.as_deref().unwrap_or_default();
-                if !subscribed.iter().any(|s| covers(s, uri)) {
-                    return None;
-                }
-                return Some(notification(
-                    methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                    &self.id,
-                    Some(("uri", Value::String(uri.to_string()))),
-                ));
-            }
-            _ => return None,
+        let follows = match &announced.change {
+            Change::ToolsListChanged => f.tools_list_changed == Some(true),
+            Change::PromptsListChanged => f.prompts_list_changed == Some(true),
+            Change::ResourcesListChanged => f.resources_list_changed == Some(true),
+            Change::ResourceUpdated(uri) => f
+                .resource_subscriptions
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .any(|s| covers(s, uri)),
         };
-        Some(notification(method, &self.id, None))
+        follows.then(|| announced.template.splice(&self.id_json))
     }
 
     fn everything_changed(&self) -> Vec<Bytes> {
@@ -236,15 +338,12 @@ impl ListenState {
             ),
         ] {
             if on == Some(true) {
-                out.push(notification(method, &self.id, None));
+                out.push(Template::new(method, None).splice(&self.id_json));
             }
         }
         for uri in f.resource_subscriptions.iter().flatten() {
-            out.push(notification(
-                methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                &self.id,
-                Some(("uri", Value::String(uri.clone()))),
-            ));
+            let template = Template::new(methods::NOTIFICATIONS_RESOURCES_UPDATED, Some(uri));
+            out.push(template.splice(&self.id_json));
         }
         out
     }
@@ -307,5 +406,27 @@ mod tests {
         assert!(covers("file:///a/", "file:///a/b"));
         assert!(!covers("file:///a", "file:///ab"));
         assert!(!covers("file:///a/b", "file:///a"));
+    }
+
+    /// A spliced template is byte for byte the notification built as a JSON value.
+    #[test]
+    fn templates_splice_the_subscription_id() {
+        let uri = "file:///a \"quoted\"/\u{e9}\n";
+        for id in [RequestId::Number(7), RequestId::String("s-\"1\"".into())] {
+            let id_json = serde_json::to_vec(&id).unwrap();
+            let spliced = Template::of(&Change::ResourceUpdated(uri.into())).splice(&id_json);
+            let built = notification(
+                methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                &id,
+                Some(("uri", Value::String(uri.into()))),
+            );
+            assert_eq!(spliced, built);
+            let parsed: Value = serde_json::from_slice(&spliced).unwrap();
+            assert_eq!(parsed["params"]["uri"], uri);
+            assert_eq!(parsed["params"]["_meta"][SUBSCRIPTION_ID_KEY], id_value(&id));
+            let spliced = Template::of(&Change::ToolsListChanged).splice(&id_json);
+            let built = notification(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, &id, None);
+            assert_eq!(spliced, built);
+        }
     }
 }

@@ -144,7 +144,9 @@ impl<H> Server<H> {
     }
 
     /// Every change announced from now on (legacy sessions forward them).
-    pub(crate) fn subscribe_changes(&self) -> tokio::sync::broadcast::Receiver<super::Change> {
+    pub(crate) fn subscribe_changes(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<super::subscriptions::Announced> {
         self.inner.changes.subscribe()
     }
 

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::server::connection::TransportKind;
 use crate::server::context::NotificationSink;
-use crate::server::subscriptions::{Change, covers};
+use crate::server::subscriptions::{Announced, Change, covers};
 use crate::{Error, ErrorKind};
 
 /// Where a session's unsolicited messages go (list changes, resource updates): the standalone
@@ -294,7 +294,7 @@ impl Drop for Pending<'_> {
 /// stream until the session ends.
 pub(crate) async fn forward_changes(
     session: Weak<LegacySession>,
-    mut changes: broadcast::Receiver<Change>,
+    mut changes: broadcast::Receiver<Announced>,
     capabilities: ServerCapabilities,
     cancel: CancellationToken,
 ) {
@@ -311,7 +311,7 @@ pub(crate) async fn forward_changes(
             return;
         };
         let changes_to_send = match change {
-            Ok(change) => vec![change],
+            Ok(announced) => vec![announced.change],
             Err(broadcast::error::RecvError::Lagged(missed)) => {
                 tracing::warn!(
                     missed,

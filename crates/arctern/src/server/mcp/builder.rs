@@ -174,6 +174,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// The most `subscriptions/listen` streams open at once, over every connection
+    /// (default [`DEFAULT_MAX_LISTEN_STREAMS`](crate::server::DEFAULT_MAX_LISTEN_STREAMS));
+    /// one more is refused with a `-32603` error naming the limit.
+    pub fn max_listen_streams(mut self, limit: usize) -> Self {
+        self.parts.config.max_listen_streams = limit;
+        self
+    }
+
     /// Limits on multi round-trip requests (questions per round, rounds per call).
     pub fn mrtr_limits(mut self, limits: MrtrLimits) -> Self {
         self.parts.config.mrtr = limits;
