@@ -34,7 +34,8 @@ pub fn make_test_ca(dir: &Path) -> Result<(), TlsError> {
     let issuer = rcgen::Issuer::new(ca, ca_key);
     let key = KeyPair::generate()?;
     let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])?;
-    leaf.distinguished_name.push(DnType::CommonName, "127.0.0.1");
+    leaf.distinguished_name
+        .push(DnType::CommonName, "127.0.0.1");
     let leaf_cert = leaf.signed_by(&key, &issuer)?;
     std::fs::write(dir.join(CA_FILE), ca_cert.pem())?;
     std::fs::write(

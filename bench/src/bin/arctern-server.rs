@@ -233,7 +233,9 @@ async fn serve(cli: &Cli) -> Result<(), String> {
         (Some(port), Some(cert), Some(key)) if !cli.stdio => {
             arctern::transport::http::HttpServer::new(server)
                 .bind(("127.0.0.1", port))
-                .tls(arctern::transport::http::TlsConfig::from_pem_files(cert, key))
+                .tls(arctern::transport::http::TlsConfig::from_pem_files(
+                    cert, key,
+                ))
                 .serve()
                 .await
         }

@@ -86,8 +86,16 @@ const ROWS: [(&str, u32, &str); 15] = [
     ("confirm", 32, "HTTP 2-round `confirm` flow, 32 connections"),
     ("https-echo", 1, "HTTPS `tools/call` echo, 1 connection"),
     ("https-echo", 32, "HTTPS `tools/call` echo, 32 connections"),
-    ("https-confirm", 1, "HTTPS 2-round `confirm` flow, 1 connection"),
-    ("https-confirm", 32, "HTTPS 2-round `confirm` flow, 32 connections"),
+    (
+        "https-confirm",
+        1,
+        "HTTPS 2-round `confirm` flow, 1 connection",
+    ),
+    (
+        "https-confirm",
+        32,
+        "HTTPS 2-round `confirm` flow, 32 connections",
+    ),
     (
         "list100",
         32,

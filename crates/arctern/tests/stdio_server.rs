@@ -913,6 +913,10 @@ async fn listen_streams_over_the_limit_are_refused_until_one_closes() {
     );
     server.shutdown();
     let (rest, result) = client.finish().await;
-    assert_eq!(rest.len(), 2, "the open streams end with their results: {rest:?}");
+    assert_eq!(
+        rest.len(),
+        2,
+        "the open streams end with their results: {rest:?}"
+    );
     result.unwrap();
 }

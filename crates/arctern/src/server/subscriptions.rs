@@ -261,7 +261,7 @@ struct ListenState {
     /// The id as JSON, spliced into every notification.
     id_json: Vec<u8>,
     filter: SubscriptionFilter,
-    rx: broadcast::Receiver<Change>,
+    rx: broadcast::Receiver<Announced>,
     shutdown: CancellationToken,
     encoder: Encoder,
     ack: Option<Bytes>,
@@ -423,7 +423,10 @@ mod tests {
             assert_eq!(spliced, built);
             let parsed: Value = serde_json::from_slice(&spliced).unwrap();
             assert_eq!(parsed["params"]["uri"], uri);
-            assert_eq!(parsed["params"]["_meta"][SUBSCRIPTION_ID_KEY], id_value(&id));
+            assert_eq!(
+                parsed["params"]["_meta"][SUBSCRIPTION_ID_KEY],
+                id_value(&id)
+            );
             let spliced = Template::of(&Change::ToolsListChanged).splice(&id_json);
             let built = notification(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, &id, None);
             assert_eq!(spliced, built);

@@ -399,8 +399,9 @@ impl<H: Handler> Server<H> {
         let request = wrap(params);
         match era {
             Served::Legacy(session) if request_is_mrtr(&request) => {
-                self.legacy_rounds(session, seed, request, round, carried)
-                    .await
+                // Boxed: the shim's rounds are a large future, and inline they would make
+                // every call's future as large, and its move to the heap as costly.
+                Box::pin(self.legacy_rounds(session, seed, request, round, carried)).await
             }
             _ => {
                 let client = client_capabilities(&seed.meta);
@@ -645,7 +646,11 @@ impl<H: Handler> Server<H> {
             Ok((params, _)) => params,
             Err(reply) => return reply(id),
         };
-        let slot = match self.inner.changes.reserve(self.inner.config.max_listen_streams) {
+        let slot = match self
+            .inner
+            .changes
+            .reserve(self.inner.config.max_listen_streams)
+        {
             Ok(slot) => slot,
             Err(over) => {
                 tracing::warn!(
