@@ -782,6 +782,7 @@ async fn start_once(args: &StartupArgs) -> Result<(Duration, u64), String> {
                 path: "/mcp".into(),
                 mode: Mode::Echo,
                 expect_tools: 0,
+                tls: None,
             };
             let first = async {
                 let stream = wait_for(addr, REQUEST_TIMEOUT)
@@ -975,8 +976,9 @@ async fn run_streams(args: StreamsArgs) -> Result<Option<RunRecord>, BoxError> {
         path: args.path.clone(),
         mode: Mode::Echo,
         expect_tools: 0,
+        tls: None,
     };
-    let mut trigger = connect(args.addr).await?;
+    let mut trigger = connect(&target).await?;
     let mut seq = u64::from(args.streams);
     let mut publish = async |sender: &mut SendRequest<Full<Bytes>>| -> Result<(), String> {
         seq += 1;
