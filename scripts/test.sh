@@ -5,7 +5,7 @@
 # (the pinned conformance suite) are installed on first use into a cache outside the checkout.
 #
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    Rust tests only
+#   scripts/test.sh --quick    Rust tests only (without the fleet tests, which need nginx and Redis)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -22,6 +22,9 @@ cargo test --workspace --all-targets
 cargo test --workspace --doc
 
 [ "$quick" = 1 ] && exit 0
+
+echo "== fleet: nginx, HAProxy, Redis and three instances on loopback (fetches the packages into a cache when missing)"
+scripts/fleet.sh test
 
 echo "== conformance: server leg, 2026-07-28 wire"
 scripts/conformance.sh server 2026-07-28

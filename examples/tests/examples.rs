@@ -36,10 +36,22 @@ impl Example {
     }
 
     /// Sends one 2026-07-28 request and returns the final JSON-RPC message.
-    fn request(&self, id: i64, method: &str, name: Option<&str>, mut params: Value) -> Value {
+    fn request(&self, id: i64, method: &str, name: Option<&str>, params: Value) -> Value {
+        self.request_as(id, method, name, params, json!({"elicitation": {}}))
+    }
+
+    /// [`request`](Self::request) with these client capabilities.
+    fn request_as(
+        &self,
+        id: i64,
+        method: &str,
+        name: Option<&str>,
+        mut params: Value,
+        capabilities: Value,
+    ) -> Value {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+            "io.modelcontextprotocol/clientCapabilities": capabilities
         });
         let body =
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
@@ -69,12 +81,14 @@ impl Example {
         let (head, payload) = response.split_once("\r\n\r\n").expect("an HTTP response");
         let message: Value = serde_json::from_str(payload.trim()).expect("a JSON body");
         assert_eq!(message["id"], id);
-        // Rejected request state is a 400; everything else here is a 200.
-        let expected = if message["error"]["message"] == "Invalid or expired requestState" {
-            "400"
-        } else {
-            "200"
-        };
+        // Rejected request state and envelope errors are a 400; everything else a 200.
+        let envelope = (-32022..=-32020).contains(&message["error"]["code"].as_i64().unwrap_or(0));
+        let expected =
+            if message["error"]["message"] == "Invalid or expired requestState" || envelope {
+                "400"
+            } else {
+                "200"
+            };
         assert!(head.starts_with(&format!("HTTP/1.1 {expected}")), "{head}");
         message
     }
@@ -184,12 +198,13 @@ fn dependency_form_batches_then_asks_the_dependent_question() {
     assert_eq!(asks.keys().collect::<Vec<_>>(), ["hotel"]);
     assert_eq!(asks["hotel"]["params"]["message"], "Which hotel in Lisbon?");
     let mut r3_params = args;
-    r3_params["inputResponses"] = json!({"hotel": accept(json!({"hotel": "Casa Azul"}))});
+    // The answer is the chosen option's value: the hotel's id among those offered.
+    r3_params["inputResponses"] = json!({"hotel": accept(json!({"hotel": "lisbon-0"}))});
     r3_params["requestState"] = r2["result"]["requestState"].clone();
     let r3 = ex.request(3, "tools/call", Some("plan_trip"), r3_params);
     assert_eq!(
         r3["result"]["content"][0]["text"],
-        "Booked Casa Azul in Lisbon from 2027-05-01 for 3 nights."
+        "Booked lisbon-0 in Lisbon from 2027-05-01 for 3 nights."
     );
 }
 
@@ -417,4 +432,67 @@ fn protected_server_challenges_then_accepts_its_token() {
         accepted.contains("test-user (client test-client, scopes: mcp:tools)"),
         "{accepted}"
     );
+}
+
+#[test]
+fn migration_runs_as_a_task_that_asks_half_way() {
+    let ex = Example::start(env!("CARGO_BIN_EXE_migration_task"), &[]);
+    let caps = json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let created = ex.request_as(
+        1,
+        "tools/call",
+        Some("migrate"),
+        json!({"name": "migrate", "arguments": {"tables": 2}}),
+        caps.clone(),
+    );
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let get = |n: i64| {
+        ex.request_as(
+            n,
+            "tasks/get",
+            Some(&id),
+            json!({"taskId": id}),
+            caps.clone(),
+        )["result"]
+            .clone()
+    };
+    let mut task = get(2);
+    for n in 3..200 {
+        if task["status"] == "input_required" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        task = get(n);
+    }
+    assert_eq!(task["status"], "input_required", "{task}");
+    assert!(task["inputRequests"]["switch"].is_object(), "{task}");
+    let ack = ex.request_as(
+        300,
+        "tasks/update",
+        Some(&id),
+        json!({"taskId": id, "inputResponses": {"switch": accept(json!({"switch": true}))}}),
+        caps.clone(),
+    );
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let mut task = get(301);
+    for n in 302..400 {
+        if task["status"] == "completed" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        task = get(n);
+    }
+    assert_eq!(
+        task["result"]["content"][0]["text"], "Migrated 2 tables and switched traffic.",
+        "{task}"
+    );
+    // Without the extension, the task-only tool is refused with -32021.
+    let refused = ex.request(
+        500,
+        "tools/call",
+        Some("migrate"),
+        json!({"name": "migrate", "arguments": {"tables": 1}}),
+    );
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
 }

@@ -5,7 +5,14 @@
 //! * `tests/python_server.rs`: arctern's [`Client`](arctern::client::Client) against
 //!   `python/server.py`, an `MCPServer` on the Python SDK;
 //! * `tests/python_client.rs`: `python/client.py`, the Python SDK's `Client`, against
-//!   [`server()`] served by the `interop-server` binary.
+//!   [`server()`] served by the `interop-server` binary;
+//! * `tests/python_oauth_client.rs`: `python/oauth_client.py`, the Python SDK's client with
+//!   its OAuth support, against [`protected_server()`] behind arctern's protected-resource
+//!   layer and an in-process test authorization server (`interop-server --http-auth`):
+//!   discovery, registration, PKCE, a scope step-up, then a multi round-trip flow;
+//! * `tests/python_oauth_server.rs`: arctern's OAuth client against
+//!   `python/protected_server.py`, protected by the Python SDK's resource-server support
+//!   (tokens from arctern's test authorization server, checked by introspection).
 //!
 //! Both servers offer the same kinds of things: plain tools, a tool that asks two questions
 //! in two rounds (the second depends on the first answer), a tool that samples the client's
@@ -16,9 +23,12 @@
 //! by `python/requirements.txt`) and whose interpreter it prints; the tests find it through
 //! `ARCTERN_PYTHON` or in the script's cache folder.
 
+use arctern::auth::resource::VerifiedToken;
 use arctern::server::extract::Args;
 use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question, Roots};
-use arctern::server::{McpHandler, McpServer, RegistrationError, ResourceTemplateSpec, Server};
+use arctern::server::{
+    McpHandler, McpServer, RegistrationError, ResourceTemplateSpec, Server, ToolSpec,
+};
 use arctern::types::prompts::PromptMessage;
 use arctern::types::sampling::CreateMessageResult;
 use schemars::JsonSchema;
@@ -170,6 +180,37 @@ async fn briefing(Args(t): Args<Topic>, Answer(a): Answer<Audience>) -> Vec<Prom
 
 async fn notes(Args(t): Args<Topic>) -> String {
     format!("Notes about {}.", t.topic)
+}
+
+async fn whoami(token: VerifiedToken) -> String {
+    format!(
+        "{} {} {}",
+        token.issuer,
+        token.subject,
+        token.scopes.join(" ")
+    )
+}
+
+/// The scope every request to the protected server needs.
+pub const BASE_SCOPE: &str = "mcp:tools";
+/// The scope `provision` needs on the protected server.
+pub const PROVISION_SCOPE: &str = "db:write";
+
+/// The server the Python client with OAuth talks to (`interop-server --http-auth`, behind
+/// the test authorization server): `whoami` (who the token says is calling) and
+/// `provision` (two questions), which needs [`PROVISION_SCOPE`] on top of [`BASE_SCOPE`].
+/// Its counterpart is `python/protected_server.py`.
+pub fn protected_server() -> Result<Server<McpHandler>, RegistrationError> {
+    McpServer::new(SERVER_NAME)
+        .version(env!("CARGO_PKG_VERSION"))
+        .tool("whoami", "Who the access token says is calling.", whoami)
+        .tool_spec(
+            ToolSpec::new("provision")
+                .description("Provisions a database; asks for its region, then for its size.")
+                .scopes([PROVISION_SCOPE]),
+            provision,
+        )
+        .build()
 }
 
 /// The server the Python client talks to (`interop-server`), the counterpart of

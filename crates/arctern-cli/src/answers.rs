@@ -140,6 +140,11 @@ pub fn form_content(raw: &str, schema: &RequestedSchema) -> Result<ElicitContent
             return Err(format!("the required field {name:?} is missing"));
         }
     }
+    // The check the server makes before it accepts an answer (options offered, bounds,
+    // formats, counts): what it would refuse is refused here, before anything is sent.
+    schema
+        .check(Some(&content))
+        .map_err(|e| format!("field {}: {}", e.field(), e.problem()))?;
     Ok(content)
 }
 
@@ -273,6 +278,34 @@ mod tests {
         let all_optional = schema(json!({"type": "object", "properties": {
             "n": {"type": "integer", "minimum": 1}, "b": {"type": "boolean"}}}));
         assert_eq!(example("k", &all_optional), r#"k='{"n":1,"b":true}'"#);
+    }
+
+    #[test]
+    fn a_choice_takes_an_offered_value_or_title_and_nothing_else() {
+        let hotels = schema(json!({"type": "object", "properties": {
+            "hotel": {"type": "string", "oneOf": [
+                {"const": "osl-fjord", "title": "Fjord Hotel"},
+                {"const": "osl-aurora", "title": "Aurora Inn"}]}},
+            "required": ["hotel"]}));
+        let c = form_content("osl-aurora", &hotels).unwrap();
+        assert_eq!(c["hotel"], ElicitValue::from("osl-aurora"));
+        let c = form_content("fjord hotel", &hotels).unwrap();
+        assert_eq!(c["hotel"], ElicitValue::from("osl-fjord"));
+        let c = form_content(r#"{"hotel":"Aurora Inn"}"#, &hotels).unwrap();
+        assert_eq!(c["hotel"], ElicitValue::from("osl-aurora"));
+        assert_eq!(
+            form_content("lis-avenida", &hotels).unwrap_err(),
+            "field hotel: \"lis-avenida\" is not offered; expected one of: osl-fjord (Fjord \
+             Hotel), osl-aurora (Aurora Inn)."
+        );
+        // A server default outside its own options is not sent on its behalf: the schema
+        // check refuses it, as the server would.
+        let odd = schema(json!({"type": "object", "properties": {
+            "size": {"type": "string", "enum": ["S", "M"], "default": "XL"}}}));
+        assert_eq!(
+            form_content("{}", &odd).unwrap_err(),
+            "field size: \"XL\" is not one of the options"
+        );
     }
 
     #[test]

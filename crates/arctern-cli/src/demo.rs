@@ -3,12 +3,10 @@
 use std::time::Duration;
 
 use arctern::server::extract::Args;
-use arctern::server::mrtr::{
-    Answer, Ask, AskContext, NotYet, Question, Roots, Sample, SamplingQuestion,
-};
+use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question, Questions, Roots};
 use arctern::server::{McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server};
 use arctern::types::prompts::PromptMessage;
-use arctern::types::sampling::{CreateMessageRequestParams, SamplingMessage};
+use arctern::types::sampling::CreateMessageResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -20,17 +18,11 @@ pub struct Provision {
 }
 
 /// The region `provision` asks for.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "region", message = "Which region should the database live in?")]
 pub struct Region {
     /// A cloud region, such as eu-west-1.
     pub region: String,
-}
-
-impl Question for Region {
-    const KEY: &'static str = "region";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Which region should the database live in?"))
-    }
 }
 
 async fn provision(Args(p): Args<Provision>, Answer(r): Answer<Region>) -> String {
@@ -38,17 +30,11 @@ async fn provision(Args(p): Args<Provision>, Answer(r): Answer<Region>) -> Strin
 }
 
 /// Who the `briefing` prompt is for.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "audience", message = "Who is the briefing for?")]
 pub struct Audience {
     /// Who will read the briefing (for example: engineers, executives).
     pub audience: String,
-}
-
-impl Question for Audience {
-    const KEY: &'static str = "audience";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Who is the briefing for?"))
-    }
 }
 
 /// Arguments of the `briefing` prompt.
@@ -76,25 +62,22 @@ pub struct ConfigVars {
 }
 
 /// The confirmation `config://{env}` asks for before revealing a configuration.
-#[derive(Deserialize, JsonSchema)]
-pub struct RevealConfig {
-    /// Show the configuration?
-    pub reveal: bool,
-}
+pub struct RevealConfig;
 
 impl Question for RevealConfig {
-    const KEY: &'static str = "reveal";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        let env = cx
-            .arguments::<ConfigVars>()
-            .map(|v| v.env)
-            .unwrap_or_default();
-        Ok(Ask::form(format!("Reveal the {env} configuration?")))
+    type Args = ConfigVars;
+    type Answer = bool;
+    fn ask(cx: &AskContext<'_, ConfigVars>) -> Result<Ask<bool>, NotYet> {
+        let env = &cx.args().env;
+        Ok(Ask::confirm(
+            "reveal",
+            format!("Reveal the {env} configuration?"),
+        ))
     }
 }
 
-async fn config(Args(vars): Args<ConfigVars>, Answer(ok): Answer<RevealConfig>) -> String {
-    if ok.reveal {
+async fn config(Args(vars): Args<ConfigVars>, Answer(reveal): Answer<RevealConfig>) -> String {
+    if reveal {
         serde_json::json!({"env": vars.env, "replicas": 3, "log_level": "info"}).to_string()
     } else {
         format!("The {} configuration stays hidden.", vars.env)
@@ -132,34 +115,24 @@ pub struct HaikuArgs {
 /// The completion `haiku` asks the client's LLM for.
 pub struct HaikuRequest;
 
-impl SamplingQuestion for HaikuRequest {
-    const KEY: &'static str = "haiku";
-    fn ask(cx: &AskContext<'_>) -> Result<CreateMessageRequestParams, NotYet> {
-        let topic = cx
-            .arguments::<HaikuArgs>()
-            .map(|a| a.topic)
-            .unwrap_or_default();
-        Ok(CreateMessageRequestParams::new(
-            vec![SamplingMessage::user_text(format!(
-                "Write a haiku about {topic}."
-            ))],
-            200,
-        ))
+impl Question for HaikuRequest {
+    type Args = HaikuArgs;
+    type Answer = CreateMessageResult;
+    fn ask(cx: &AskContext<'_, HaikuArgs>) -> Result<Ask<CreateMessageResult>, NotYet> {
+        let topic = &cx.args().topic;
+        Ok(Ask::sample("haiku", format!("Write a haiku about {topic}.")).max_tokens(200))
     }
 }
 
-async fn haiku(Args(_): Args<HaikuArgs>, sample: Sample<HaikuRequest>) -> String {
-    match serde_json::to_value(&sample.0.content) {
-        Ok(v) => v
-            .get("text")
-            .and_then(|t| t.as_str())
-            .map(str::to_owned)
-            .unwrap_or_else(|| v.to_string()),
-        Err(e) => format!("The model answered with something unreadable: {e}"),
+/// Only the question reads the arguments; its `Args` are the tool's input schema.
+async fn haiku(Answer(poem): Answer<HaikuRequest>) -> String {
+    match poem.content.first_text() {
+        Some(text) => text.to_owned(),
+        None => "The model answered without text.".to_owned(),
     }
 }
 
-async fn list_roots(Roots(roots): Roots) -> String {
+async fn list_roots(Answer(roots): Answer<Roots>) -> String {
     if roots.is_empty() {
         return "The client shares no roots.".into();
     }
@@ -250,13 +223,14 @@ pub struct Invitation {
 }
 
 impl Question for Invitation {
-    const KEY: &'static str = "invitation";
-    fn ask(cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        let workspace = cx
-            .arguments::<InviteArgs>()
-            .map(|a| a.workspace)
-            .unwrap_or_default();
-        Ok(Ask::form(format!("Whom should I invite to {workspace}?")))
+    type Args = InviteArgs;
+    type Answer = Invitation;
+    fn ask(cx: &AskContext<'_, InviteArgs>) -> Result<Ask<Invitation>, NotYet> {
+        let workspace = &cx.args().workspace;
+        Ok(Ask::form(
+            "invitation",
+            format!("Whom should I invite to {workspace}?"),
+        ))
     }
 }
 
@@ -306,17 +280,11 @@ async fn echo(Args(a): Args<TextArg>) -> String {
 }
 
 /// The confirmation `confirm` asks for (the benchmark contract: key `confirm`, `{ok: bool}`).
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "confirm", message = "Confirm?")]
 pub struct Confirm {
     /// Go ahead?
     pub ok: bool,
-}
-
-impl Question for Confirm {
-    const KEY: &'static str = "confirm";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Confirm?"))
-    }
 }
 
 async fn confirm(Args(a): Args<TextArg>, Answer(c): Answer<Confirm>) -> String {
@@ -327,8 +295,85 @@ async fn confirm(Args(a): Args<TextArg>, Answer(c): Answer<Confirm>) -> String {
     }
 }
 
+/// Arguments of `book_hotel`.
+#[derive(Deserialize, JsonSchema)]
+pub struct Trip {
+    /// The city to stay in: Lisbon, Oslo or Kyoto.
+    pub city: String,
+}
+
+/// The cities `book_hotel` books in, and their hotels: `(value, title)`.
+pub const HOTELS: [(&str, &[(&str, &str)]); 3] = [
+    (
+        "Lisbon",
+        &[
+            ("lis-avenida", "Hotel Avenida"),
+            ("lis-alfama", "Casa da Alfama"),
+            ("lis-tejo", "Tejo River Suites"),
+        ],
+    ),
+    (
+        "Oslo",
+        &[
+            ("osl-fjord", "Fjord Hotel"),
+            ("osl-aurora", "Aurora Inn"),
+            ("osl-opera", "Opera Lodge"),
+        ],
+    ),
+    (
+        "Kyoto",
+        &[
+            ("kyo-gion", "Gion Ryokan"),
+            ("kyo-kamo", "Kamogawa House"),
+            ("kyo-bamboo", "Bamboo Grove Hotel"),
+        ],
+    ),
+];
+
+/// A city `book_hotel` books in (matched ignoring case), with its hotels.
+pub fn hotels_in(city: &str) -> Option<(&'static str, &'static [(&'static str, &'static str)])> {
+    let city = city.trim();
+    HOTELS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(city))
+        .copied()
+}
+
+/// Asks for a hotel among the city's (a choice computed at run time); a city without hotels
+/// is a tool error, and nothing is asked.
+async fn book_hotel(
+    Args(trip): Args<Trip>,
+    q: Questions,
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    let Some((city, hotels)) = hotels_in(&trip.city) else {
+        let cities: Vec<&str> = HOTELS.iter().map(|(name, _)| *name).collect();
+        return Err(format!(
+            "No hotels in {:?}: this demo books hotels in {} only.",
+            trip.city,
+            cities.join(", ")
+        )
+        .into());
+    };
+    let hotel = q.answer(Ask::choice(
+        "hotel",
+        format!("Which hotel in {city}?"),
+        hotels.iter().copied(),
+    ))?;
+    // The answer is one of the offered values: the server refused anything else.
+    let title = hotels
+        .iter()
+        .find(|(value, _)| *value == hotel)
+        .map_or(hotel.as_str(), |(_, title)| title);
+    Ok(format!("Booked {title} in {city}."))
+}
+
 /// The demo server.
 pub fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError> {
+    builder().build()
+}
+
+/// The demo server's builder (`arctern serve` adds the fleet settings and the notes to it).
+pub fn builder() -> McpServer {
     McpServer::new("arctern-demo")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(
@@ -356,6 +401,11 @@ pub fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError
             "Lists the directories the client shares (its roots).",
             list_roots,
         )
+        .tool(
+            "book_hotel",
+            "Books a hotel in Lisbon, Oslo or Kyoto. Asks which one, among the city's hotels.",
+            book_hotel,
+        )
         .tool("echo", "Returns its text.", echo)
         .tool(
             "confirm",
@@ -373,5 +423,4 @@ pub fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError
                 .mime_type("application/json"),
             config,
         )
-        .build()
 }

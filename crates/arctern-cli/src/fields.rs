@@ -180,11 +180,11 @@ pub fn describe(kind: &Kind<'_>) -> String {
             out
         }
         Kind::Boolean(_) => "yes or no (true/false)".to_owned(),
-        Kind::Single { options, .. } => format!("one of: {}", values(options)),
+        Kind::Single { options, .. } => format!("one of: {}", offered(options)),
         Kind::Multi {
             options, min, max, ..
         } => {
-            let mut out = format!("any of: {}", values(options));
+            let mut out = format!("any of: {}", offered(options));
             match (min, max) {
                 (Some(a), Some(b)) => out.push_str(&format!(" ({a} to {b} of them)")),
                 (Some(a), None) => out.push_str(&format!(" (at least {a})")),
@@ -194,14 +194,6 @@ pub fn describe(kind: &Kind<'_>) -> String {
             out
         }
     }
-}
-
-fn values(options: &[Choice]) -> String {
-    options
-        .iter()
-        .map(|c| c.value.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The field's default value, if the schema gives one.
@@ -411,7 +403,28 @@ pub fn pick<'a>(options: &'a [Choice], text: &str) -> Result<&'a Choice, String>
         .iter()
         .find(|c| c.value == text)
         .or_else(|| options.iter().find(|c| c.title.eq_ignore_ascii_case(text)))
-        .ok_or_else(|| format!("Expected one of: {}.", values(options)))
+        .ok_or_else(|| {
+            format!(
+                "{text:?} is not offered; expected one of: {}.",
+                offered(options)
+            )
+        })
+}
+
+/// The options as a person picks them: `value (title)`, or the value alone when it is its
+/// own title.
+fn offered(options: &[Choice]) -> String {
+    options
+        .iter()
+        .map(|c| {
+            if c.title == c.value {
+                c.value.clone()
+            } else {
+                format!("{} ({})", c.value, c.title)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Checks how many options are selected.
@@ -582,7 +595,10 @@ mod tests {
         let k = kind(&f);
         assert_eq!(from_text(&k, "v2").unwrap(), ElicitValue::from("v2"));
         assert_eq!(from_text(&k, "first").unwrap(), ElicitValue::from("v1"));
-        assert!(from_text(&k, "third").unwrap_err().contains("v1, v2"));
+        assert_eq!(
+            from_text(&k, "third").unwrap_err(),
+            "\"third\" is not offered; expected one of: v1 (First), v2 (Second)."
+        );
         let f = field(json!({"type": "string", "enum": ["a", "b"], "enumNames": ["Ay", "Bee"]}));
         let Kind::Single { options, .. } = kind(&f) else {
             panic!()

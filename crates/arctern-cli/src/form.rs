@@ -37,6 +37,8 @@ pub struct Asker {
     pub request: String,
     /// The question's key.
     pub key: String,
+    /// Whether the question was asked before in this command (its answer was not accepted).
+    pub again: bool,
 }
 
 /// Bold, when stderr is a terminal.
@@ -53,8 +55,9 @@ fn header(asker: &Asker, message: &str) {
     let _ = writeln!(err);
     let _ = writeln!(
         err,
-        "{} asks ({}, question {:?}):",
+        "{} asks{} ({}, question {:?}):",
         bold(&asker.server),
+        if asker.again { " again" } else { "" },
         asker.request,
         asker.key
     );

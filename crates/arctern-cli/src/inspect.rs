@@ -1,6 +1,7 @@
 //! Looking at a server: `discover`, `tools`, `prompts`, `resources`, and the results of
 //! `read` and `prompt`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use arctern::client::Client;
@@ -305,8 +306,11 @@ pub fn find_prompt<'a>(list: &'a [Prompt], name: &str) -> Result<&'a Prompt, Fai
 }
 
 /// Builds a prompt's string arguments from `--arg` pairs, checking required ones.
-pub fn prompt_arguments(prompt: &Prompt, pairs: &[String]) -> Result<Value, Failure> {
-    let mut out = serde_json::Map::new();
+pub fn prompt_arguments(
+    prompt: &Prompt,
+    pairs: &[String],
+) -> Result<BTreeMap<String, String>, Failure> {
+    let mut out = BTreeMap::new();
     for pair in pairs {
         let (k, v) = crate::args::split_pair(pair, "--arg").map_err(Failure::usage)?;
         if !prompt.arguments.iter().flatten().any(|a| a.name == k) {
@@ -326,7 +330,7 @@ pub fn prompt_arguments(prompt: &Prompt, pairs: &[String]) -> Result<Value, Fail
                 }
             )));
         }
-        out.insert(k.to_owned(), Value::String(v.to_owned()));
+        out.insert(k.to_owned(), v.to_owned());
     }
     let missing: Vec<&str> = prompt
         .arguments
@@ -342,7 +346,7 @@ pub fn prompt_arguments(prompt: &Prompt, pairs: &[String]) -> Result<Value, Fail
             missing.join(", ")
         )));
     }
-    Ok(Value::Object(out))
+    Ok(out)
 }
 
 /// Finds a tool by name, or says which exist.

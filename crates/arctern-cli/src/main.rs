@@ -1,7 +1,7 @@
 //! The `arctern` command: serve a demo MCP server, and call any MCP server from a terminal.
 //!
 //! ```text
-//! arctern serve [--port 8000] [--stdio]              the demo server
+//! arctern serve [--port 8000] [--stdio]              the demo server (fleet member: --key-file, --redis, --instance-id)
 //! arctern call <URL> <TOOL> [--arg K=V]... [--json '{…}']
 //! arctern call --stdio "<COMMAND>" <TOOL> ...         the same, with the server as a child process
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
@@ -14,7 +14,11 @@
 //! answers `input_required`, each question is answered in turn: from `--answer KEY=VALUE` or
 //! `--decline KEY` when given (see [`answers`]), otherwise in an interactive terminal form
 //! built from the question's `requestedSchema` (see [`form`]), with accept, decline and
-//! cancel. A URL question shows the full URL and its domain and opens nothing without
+//! cancel. Choices show their options by title (by value when they have none) and are picked
+//! with the arrow keys; `--answer` takes an option's value or title and is checked against
+//! the options offered before it is sent. When the server asks a question again because it
+//! did not accept an answer, its reason is shown (and a refused `--answer` stops the
+//! command). A URL question shows the full URL and its domain and opens nothing without
 //! consent. Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused
 //! without it; roots come from `--root`. Progress notifications draw progress bars and log
 //! messages print on stderr; results print on stdout, images and audio are saved to files.
@@ -36,7 +40,7 @@
 //! | --- | --- |
 //! | 0 | success |
 //! | 1 | the tool ran and reported an error (`isError`) |
-//! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` |
+//! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` (or one the server did not accept) |
 //! | 3 | connection or protocol failure: the server could not be reached or started, answered with a JSON-RPC error, or timed out |
 //! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), or a declined or cancelled question that kept the request from completing |
 //! | 5 | a local step failed: the sampling command, or saving a file |
@@ -44,7 +48,7 @@
 
 mod answers;
 mod args;
-mod demo;
+mod demo_notes;
 mod exit;
 mod fields;
 mod form;
@@ -53,6 +57,7 @@ mod login;
 mod output;
 mod progress;
 mod sampling;
+mod serve;
 mod session;
 
 use std::path::PathBuf;
@@ -60,9 +65,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use arctern::client::Client;
-use arctern::transport::http::HttpServer;
 use clap::{Args, Parser, Subcommand};
-use serde_json::Value;
 
 use crate::exit::{Exit, Failure};
 use crate::output::Format;
@@ -74,7 +77,7 @@ Exit codes:
   0    success
   1    the tool ran and reported an error (isError)
   2    usage error: bad flags, an argument that does not fit the tool's schema, an unknown
-       tool or prompt, a malformed or unfitting --answer
+       tool or prompt, a malformed or unfitting --answer (or one the server did not accept)
   3    connection or protocol failure: the server could not be reached or started,
        answered with a JSON-RPC error, or timed out
   4    input required but not given: a question with no --answer when stdin is not a
@@ -91,9 +94,12 @@ Answering without a terminal:
   JSON object of the form's fields:  --answer region='{\"region\":\"eu-west-1\"}'
   When the form has exactly one field, the value alone works too:  --answer region=eu-west-1
   (text as is; numbers; true/false; an option's value or title; a comma-separated list or
-  JSON array for a multi-select). Fields left out take their default. URL questions take
-  accept, decline or cancel. --decline KEY declines. A question without either, when stdin
-  is not a terminal, fails at once with exit code 4, naming its key and expected schema.";
+  JSON array for a multi-select). Fields left out take their default. An answer is checked
+  against the question before it is sent (the options offered, bounds, formats): one that
+  does not fit fails with exit code 2, and so does one the server asks again for, with the
+  server's reason. URL questions take accept, decline or cancel. --decline KEY declines. A
+  question without either, when stdin is not a terminal, fails at once with exit code 4,
+  naming its key and expected schema.";
 
 #[derive(Parser)]
 #[command(
@@ -115,15 +121,7 @@ enum Command {
     /// Serve the demo server: tools that ask the user, the client's LLM or its roots before
     /// they finish, a prompt and a resource template that ask too, and the benchmark's echo
     /// and confirm.
-    Serve {
-        /// Port to listen on (127.0.0.1 only; 0 picks a free one). With --output json, the
-        /// first line on stdout is {"url": "…"}.
-        #[arg(long, default_value_t = 8000)]
-        port: u16,
-        /// Serve over stdin/stdout instead of HTTP.
-        #[arg(long)]
-        stdio: bool,
-    },
+    Serve(serve::ServeArgs),
     /// Call a tool; the server's questions are asked in the terminal (or answered with
     /// --answer).
     #[command(
@@ -278,7 +276,7 @@ async fn main() -> ExitCode {
     };
     let format = cli.output;
     let outcome = match cli.command {
-        Command::Serve { port, stdio } => serve(port, stdio, format)
+        Command::Serve(a) => serve::serve(a, format)
             .await
             .map(|()| Exit::Ok)
             .map_err(|e| Failure::new(Exit::Connection, format!("serve: {e}"))),
@@ -310,42 +308,6 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Serves the demo until Ctrl-C. With `--output json` over HTTP, the first line on stdout is
-/// `{"url": …}`, for scripts that start the server on `--port 0`.
-async fn serve(port: u16, stdio: bool, format: Format) -> Result<(), Box<dyn std::error::Error>> {
-    let server = demo::server()?;
-    if stdio {
-        server.serve_stdio().await?;
-        return Ok(());
-    }
-    let bound = HttpServer::new(server)
-        .bind(("127.0.0.1", port))
-        .listen()
-        .await?;
-    let url = bound.url();
-    if format == Format::Json {
-        output::line(
-            false,
-            &serde_json::json!({ "url": url.to_string() }).to_string(),
-        );
-    }
-    eprintln!("arctern demo server listening on {url}");
-    eprintln!();
-    let arctern = how_to_run();
-    eprintln!("Try it from another terminal:");
-    eprintln!("  {arctern} call {url} provision --arg name=orders");
-    eprintln!("  {arctern} call {url} provision --arg name=orders --answer region=eu-west-1");
-    eprintln!("  {arctern} tools {url}");
-    eprintln!("Or point any MCP client (protocol 2026-07-28) at {url}.");
-    eprintln!("Press Ctrl-C to stop.");
-    bound
-        .serve_with_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
-    Ok(())
-}
-
 /// Whether a command line that clap refused asked for `--output json`.
 fn wants_json(args: impl Iterator<Item = String>) -> bool {
     let mut args = args.peekable();
@@ -361,7 +323,7 @@ fn wants_json(args: impl Iterator<Item = String>) -> bool {
 /// How a person in another terminal runs this program: `arctern` when that name on the
 /// `PATH` is this program; `cargo run -p arctern-cli --` when it runs from a cargo build
 /// (the README's first command); otherwise its full path.
-fn how_to_run() -> String {
+pub(crate) fn how_to_run() -> String {
     let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
         return "arctern".into();
     };
@@ -432,7 +394,7 @@ async fn call(a: CallArgs, format: Format) -> Result<Exit, Failure> {
     let arguments =
         args::build(&tool.input_schema, a.json.as_deref(), &a.args).map_err(Failure::usage)?;
     let what = format!("calling tool {tool_name:?}");
-    let result = client.call_tool(&tool_name, Value::Object(arguments)).await;
+    let result = client.call_tool(&tool_name, &arguments).await;
     let _ = client.close().await;
     let result = match result {
         Ok(r) => r,
@@ -514,7 +476,7 @@ async fn prompt(a: PromptArgs, format: Format) -> Result<Exit, Failure> {
     let found = inspect::find_prompt(&prompts, &name)?;
     let arguments = inspect::prompt_arguments(found, &a.args)?;
     let what = format!("getting prompt {name:?}");
-    let result = client.get_prompt(&name, arguments).await;
+    let result = client.get_prompt(&name, &arguments).await;
     let _ = client.close().await;
     let result = match result {
         Ok(r) => r,

@@ -2,6 +2,7 @@
 //! (from pre-answers or the terminal), sampling (through `--sampling-command`), roots (from
 //! `--root`), with progress bars and log lines on stderr.
 
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -171,6 +172,8 @@ pub struct Session {
     problem: Mutex<Option<Failure>>,
     /// Whether some question was declined or cancelled.
     refused: AtomicBool,
+    /// The keys of the forms asked so far.
+    asked: Mutex<BTreeSet<String>>,
 }
 
 impl Session {
@@ -205,6 +208,7 @@ impl Session {
             terminal: tokio::sync::Mutex::new(()),
             problem: Mutex::new(None),
             refused: AtomicBool::new(false),
+            asked: Mutex::new(BTreeSet::new()),
         }))
     }
 
@@ -297,11 +301,23 @@ impl Session {
 
     async fn elicit(&self, input: Input<ElicitRequestParams>) -> arctern::Result<ElicitResult> {
         let key = input.key().to_owned();
-        let asker = asker(&input);
+        let mut asker = asker(&input);
+        // A form asked again in one command did not take its answer; the server's message
+        // says why. (A URL question may be asked again until the user finishes out of band.)
+        asker.again = matches!(input.params(), ElicitRequestParams::Form(_))
+            && !self
+                .asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key.clone());
         match self.pre.lookup(&key) {
             Some(Pre::Decline) => {
                 self.note(&format!("Declined question {key:?} (--decline)."));
                 return Ok(self.refuse(ElicitResult::decline()));
+            }
+            // The same answer would be refused again: stop, and show the server's reason.
+            Some(Pre::Answer(_)) if asker.again => {
+                return Err(self.fail(not_accepted(&key, input.params())));
             }
             Some(Pre::Answer(raw)) => return self.pre_answer(&key, raw, input.params()),
             None => {}
@@ -399,6 +415,28 @@ impl Session {
     }
 }
 
+/// The failure for a question asked again after its `--answer` was sent: the server did not
+/// accept it. Its message, reason included, is shown as the server wrote it.
+fn not_accepted(key: &str, params: &ElicitRequestParams) -> Failure {
+    let message = params.message();
+    let shown: Vec<String> = message
+        .lines()
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("  {l}")
+            }
+        })
+        .collect();
+    Failure::usage(format!(
+        "the server did not accept --answer {key}; it asks again:\n{}",
+        shown.join("\n")
+    ))
+    .with("key", json!(key))
+    .with("question", json!(message))
+}
+
 /// The failure for a question nobody may answer: it names the key and what it expects.
 fn unanswered(key: &str, asker: &Asker, params: &ElicitRequestParams) -> Failure {
     let head = format!(
@@ -457,6 +495,7 @@ fn asker<P>(input: &Input<P>) -> Asker {
         server: server_name(input),
         request: format!("{kind} {}", origin.target()),
         key: input.key().to_owned(),
+        again: false,
     }
 }
 

@@ -14,7 +14,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use arctern::server::McpServer;
-use arctern::server::mrtr::{Answer, AnswerOutcome, Ask, AskContext, Decision, NotYet, Question};
+use arctern::server::mrtr::{
+    Answer, AnswerOutcome, Ask, AskContext, Decision, Interrupt, NoArgs, NotYet, Question,
+    Questions,
+};
 use common::{ARCTERN, Demo, protected_server, scratch};
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use schemars::JsonSchema;
@@ -313,13 +316,14 @@ fn ctrl_c_in_a_form_stops_the_command() {
 // ------------------------------------------------------------------ a URL question
 
 /// A sign-in page the user opens (URL mode: no fields).
-#[derive(Deserialize, JsonSchema)]
-struct SignIn {}
+struct SignIn;
 
 impl Question for SignIn {
-    const KEY: &'static str = "sign_in";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
+    type Args = NoArgs;
+    type Answer = ();
+    fn ask(_cx: &AskContext<'_, NoArgs>) -> Result<Ask<()>, NotYet> {
         Ok(Ask::url(
+            "sign_in",
             "Sign in to the billing service to continue.",
             "https://billing.example.com/authorize?session=42",
         ))
@@ -327,7 +331,8 @@ impl Question for SignIn {
 }
 
 /// A pair of checkboxes (a multi-select without titles).
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "extras", message = "Include anything else?")]
 struct Extras {
     /// What else to include.
     extras: Vec<Extra>,
@@ -339,13 +344,6 @@ enum Extra {
     Invoices,
     Receipts,
     Refunds,
-}
-
-impl Question for Extras {
-    const KEY: &'static str = "extras";
-    fn ask(_cx: &AskContext<'_>) -> Result<Ask, NotYet> {
-        Ok(Ask::form("Include anything else?"))
-    }
 }
 
 fn billing() -> &'static str {
@@ -400,6 +398,124 @@ fn a_url_question_shows_the_domain_and_asks_first() {
     t.send(ENTER);
     t.expect("Open this URL to continue: https://billing.example.com/authorize?session=42");
     t.expect("Exported: receipts + refunds");
+    assert_eq!(t.exit_code(), 0);
+}
+
+// ------------------------------------------------------------------ choices computed at run time
+
+#[test]
+fn choosing_a_hotel_with_the_arrow_keys() {
+    let demo = Demo::start();
+    let dir = scratch("pty-hotel");
+    let mut t = Terminal::spawn(
+        &dir,
+        &["call", demo.url(), "book_hotel", "--arg", "city=Oslo"],
+    );
+    t.expect("arctern-demo asks (tool book_hotel, question \"hotel\")");
+    t.expect("Which hotel in Oslo?");
+    t.expect("Cancel");
+    t.send(ENTER);
+    // The hotels of Oslo, by title; the values stay behind the titles.
+    t.expect("Fjord Hotel");
+    t.expect("Aurora Inn");
+    t.expect("Opera Lodge");
+    t.send(DOWN);
+    t.send(ENTER);
+    t.expect("hotel: Aurora Inn");
+    t.expect("Booked Aurora Inn in Oslo.");
+    assert_eq!(t.exit_code(), 0);
+    let screen = t.text();
+    assert!(!screen.contains("osl-aurora"), "{screen}");
+    assert!(!screen.contains("Hotel Avenida"), "{screen}");
+}
+
+/// Options computed in the body: a titled multi-select with bounds, and an untitled choice.
+fn shop() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let server = McpServer::new("shop")
+            .tool("pack", "Packs a parcel.", |q: Questions| async move {
+                let extras = [
+                    ("gift", "Gift wrap"),
+                    ("card", "Greeting card"),
+                    ("fast", "Express shipping"),
+                ];
+                let extras = q.ask(
+                    Ask::choices("extras", "Which extras? One or two.", extras)
+                        .min_selected(1)
+                        .max_selected(2),
+                );
+                let size = q.ask(Ask::choice("size", "Which box size?", ["S", "M", "L"]));
+                let (extras, size) = q.ready((extras, size))?;
+                Ok::<_, Interrupt>(format!(
+                    "Packed a size {size} box with {}.",
+                    extras.join(" + ")
+                ))
+            })
+            .build()
+            .expect("a valid server");
+        common::serve(server)
+    })
+}
+
+#[test]
+fn run_time_choices_respect_their_bounds_and_show_titles_or_values() {
+    let dir = scratch("pty-pack");
+    let mut t = Terminal::spawn(&dir, &["call", shop(), "pack"]);
+    // Asked one at a time, in key order.
+    t.expect("Which extras? One or two.");
+    t.expect("Cancel");
+    t.send(ENTER);
+    t.expect("Express shipping");
+    t.expect("choose 1 to 2");
+    // None selected: too few.
+    t.send(ENTER);
+    t.expect("Select at least 1.");
+    // All three: too many.
+    t.send(" ");
+    t.send(DOWN);
+    t.send(" ");
+    t.send(DOWN);
+    t.send(" ");
+    t.send(ENTER);
+    t.expect("Select at most 2.");
+    // Drop the third.
+    t.send(" ");
+    t.send(ENTER);
+    t.expect("extras: Gift wrap, Greeting card");
+    // Options without titles are shown by value.
+    t.expect("Which box size?");
+    t.expect("Cancel");
+    t.send(ENTER);
+    t.expect("L");
+    t.send(DOWN);
+    t.send(DOWN);
+    t.send(ENTER);
+    t.expect("size: L");
+    t.expect("Packed a size L box with gift + card.");
+    assert_eq!(t.exit_code(), 0);
+}
+
+#[test]
+fn a_refused_answer_is_asked_again_with_the_server_s_reason() {
+    // The vault checks the code itself; the form cannot know it beforehand.
+    let dir = scratch("pty-vault");
+    let mut t = Terminal::spawn(&dir, &["call", common::vault(), "unlock"]);
+    t.expect("vault asks (tool unlock, question \"code\")");
+    t.expect("Enter the code.");
+    t.expect("Cancel");
+    t.send(ENTER);
+    t.expect("code:");
+    t.send("0000");
+    t.send(ENTER);
+    t.expect("vault asks again (tool unlock, question \"code\")");
+    t.expect("The previous answer was not accepted: code: \"0000\" is not the code.");
+    t.expect("Cancel");
+    t.send(ENTER);
+    t.expect("code:");
+    t.send("1234");
+    t.send(ENTER);
+    t.expect("Unlocked.");
     assert_eq!(t.exit_code(), 0);
 }
 

@@ -469,6 +469,296 @@ fn the_benchmark_contract_of_echo_and_confirm() {
     });
 }
 
+// ------------------------------------------------------------------ book_hotel: a run-time choice
+
+#[test]
+fn book_hotel_offers_the_hotels_of_the_city() {
+    let demo = Demo::start();
+    let r = run(&["call", demo.url(), "book_hotel", "--arg", "city=Oslo"]);
+    assert_eq!(r.code, 4, "{r:?}");
+    for needle in [
+        "question \"hotel\"",
+        "Which hotel in Oslo?",
+        "Fjord Hotel",
+        "Aurora Inn",
+        "Opera Lodge",
+        "--answer hotel=",
+    ] {
+        assert!(r.stderr.contains(needle), "{needle:?} missing: {r:?}");
+    }
+    assert!(!r.stderr.contains("Hotel Avenida"), "{r:?}");
+    let r = run(&[
+        "call",
+        demo.url(),
+        "book_hotel",
+        "--arg",
+        "city=Kyoto",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 4, "{r:?}");
+    let hotel = &r.json()["error"]["requestedSchema"]["properties"]["hotel"];
+    assert_eq!(
+        hotel["oneOf"],
+        json!([
+            {"const": "kyo-gion", "title": "Gion Ryokan"},
+            {"const": "kyo-kamo", "title": "Kamogawa House"},
+            {"const": "kyo-bamboo", "title": "Bamboo Grove Hotel"}
+        ]),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn book_hotel_takes_an_offered_hotel_by_value_or_title() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "book_hotel",
+        "--arg",
+        "city=Oslo",
+        "--answer",
+        "hotel=osl-opera",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Booked Opera Lodge in Oslo.\n");
+    let r = run(&[
+        "call",
+        demo.url(),
+        "book_hotel",
+        "--arg",
+        "city=lisbon",
+        "--answer",
+        "hotel=casa da alfama",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Booked Casa da Alfama in Lisbon.\n");
+}
+
+#[test]
+fn book_hotel_refuses_a_hotel_that_was_not_offered_before_sending_it() {
+    let demo = Demo::start();
+    // A Lisbon hotel for Oslo: not one of the options.
+    let r = run(&[
+        "call",
+        demo.url(),
+        "book_hotel",
+        "--arg",
+        "city=Oslo",
+        "--answer",
+        "hotel=lis-avenida",
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "--answer hotel does not fit the question \"Which hotel in Oslo?\": field hotel: \
+             \"lis-avenida\" is not offered; expected one of: osl-fjord (Fjord Hotel), \
+             osl-aurora (Aurora Inn), osl-opera (Opera Lodge)."
+        ),
+        "{r:?}"
+    );
+    let r = run(&[
+        "call",
+        demo.url(),
+        "book_hotel",
+        "--arg",
+        "city=Oslo",
+        "--answer",
+        "hotel=Ritz",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    let e = &r.json()["error"];
+    assert_eq!(e["kind"], "usage", "{r:?}");
+    assert_eq!(e["key"], "hotel", "{r:?}");
+}
+
+#[test]
+fn book_hotel_in_another_city_is_a_tool_error_and_asks_nothing() {
+    let demo = Demo::start();
+    let r = run(&[
+        "call",
+        demo.url(),
+        "book_hotel",
+        "--arg",
+        "city=Paris",
+        "--answer",
+        "hotel=osl-fjord",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "No hotels in \"Paris\": this demo books hotels in Lisbon, Oslo, Kyoto only."
+        ),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr
+            .contains("question \"hotel\" (--answer/--decline) was never asked"),
+        "{r:?}"
+    );
+}
+
+/// Below the command: a client sending, one round at a time, a hotel that was not offered
+/// gets the question again with the reason; the same with the automatic loop on both eras.
+#[test]
+fn book_hotel_re_asks_with_the_reason_when_a_client_sends_a_bad_answer() {
+    use arctern::Era;
+    use arctern::client::{Client, Continuation, Outcome};
+    use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
+    use arctern::types::mrtr::InputRequest;
+    use std::sync::{Arc, Mutex};
+
+    let demo = Demo::start();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = Client::builder()
+            .on_elicit(|_| async { Ok(ElicitResult::decline()) })
+            .connect(demo.url())
+            .await
+            .unwrap();
+        let trip = json!({"city": "Oslo"});
+        let message_of = |round: &arctern::types::mrtr::InputRequiredResult| {
+            let requests = round.input_requests.as_ref().unwrap();
+            assert_eq!(requests.keys().collect::<Vec<_>>(), ["hotel"]);
+            let InputRequest::Elicit(e) = &requests["hotel"] else {
+                panic!("{round:?}")
+            };
+            e.params.message().to_owned()
+        };
+        let Outcome::InputRequired(first) = client
+            .call_tool_once("book_hotel", &trip, Continuation::new())
+            .await
+            .unwrap()
+        else {
+            panic!("book_hotel did not ask")
+        };
+        assert_eq!(message_of(&first), "Which hotel in Oslo?");
+        let Outcome::InputRequired(again) = client
+            .call_tool_once(
+                "book_hotel",
+                &trip,
+                Continuation::after(&first)
+                    .with_response("hotel", ElicitResult::accept([("hotel", "lis-avenida")])),
+            )
+            .await
+            .unwrap()
+        else {
+            panic!("a hotel that was not offered was accepted")
+        };
+        assert_eq!(
+            message_of(&again),
+            "Which hotel in Oslo?\n\nThe previous answer was not accepted: hotel: \
+             \"lis-avenida\" is not one of the options."
+        );
+        let Outcome::Complete(done) = client
+            .call_tool_once(
+                "book_hotel",
+                &trip,
+                Continuation::after(&again)
+                    .with_response("hotel", ElicitResult::accept([("hotel", "osl-fjord")])),
+            )
+            .await
+            .unwrap()
+        else {
+            panic!("an offered hotel was not accepted")
+        };
+        assert_eq!(
+            serde_json::to_value(&done.content).unwrap()[0]["text"],
+            "Booked Fjord Hotel in Oslo."
+        );
+        let _ = client.close().await;
+
+        // The automatic loop, on both eras: a bad answer, then the question again with the
+        // reason, then a good one.
+        for era in [Era::Modern, Era::Legacy] {
+            let asked = Arc::new(Mutex::new(Vec::new()));
+            let seen = asked.clone();
+            let client = Client::builder()
+                .era(era)
+                .on_elicit(move |question| {
+                    let seen = seen.clone();
+                    async move {
+                        let ElicitRequestParams::Form(form) = question.params() else {
+                            panic!("not a form")
+                        };
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(form.message.clone());
+                        let hotel = if seen.len() == 1 {
+                            "Ritz"
+                        } else {
+                            "osl-aurora"
+                        };
+                        Ok(ElicitResult::accept([("hotel", hotel)]))
+                    }
+                })
+                .connect(demo.url())
+                .await
+                .unwrap();
+            let done = client.call_tool("book_hotel", &trip).await.unwrap();
+            assert_eq!(
+                serde_json::to_value(&done.content).unwrap()[0]["text"],
+                "Booked Aurora Inn in Oslo.",
+                "{era:?}"
+            );
+            assert_eq!(
+                *asked.lock().unwrap(),
+                [
+                    "Which hotel in Oslo?".to_owned(),
+                    "Which hotel in Oslo?\n\nThe previous answer was not accepted: hotel: \
+                     \"Ritz\" is not one of the options."
+                        .to_owned()
+                ],
+                "{era:?}"
+            );
+            let _ = client.close().await;
+        }
+    });
+}
+
+// ------------------------------------------------------------------ a server that refuses an answer
+
+#[test]
+fn an_answer_the_server_does_not_accept_stops_with_its_reason() {
+    let r = run(&["call", common::vault(), "unlock", "--answer", "code=0000"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "the server did not accept --answer code; it asks again:\n  Enter the code.\n\n  \
+             The previous answer was not accepted: code: \"0000\" is not the code."
+        ),
+        "{r:?}"
+    );
+    let r = run(&[
+        "call",
+        common::vault(),
+        "unlock",
+        "--answer",
+        "code=0000",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    let e = &r.json()["error"];
+    assert_eq!(e["key"], "code");
+    assert!(
+        e["question"]
+            .as_str()
+            .unwrap()
+            .ends_with("\"0000\" is not the code."),
+        "{r:?}"
+    );
+    let r = run(&["call", common::vault(), "unlock", "--answer", "code=1234"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout, "Unlocked.\n");
+}
+
 /// A server whose tool answers with structured content (and its JSON text, as servers do).
 fn weather() -> &'static str {
     use arctern::server::McpServer;

@@ -75,6 +75,7 @@ pub mod roots;
 pub mod sampling;
 pub mod subscriptions;
 pub mod tags;
+pub mod tasks;
 pub mod tools;
 pub mod version;
 

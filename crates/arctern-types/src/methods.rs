@@ -60,6 +60,15 @@ pub const COMPLETION_COMPLETE: &str = "completion/complete";
 /// `subscriptions/listen`.
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
+/// `tasks/get` (tasks extension).
+pub const TASKS_GET: &str = "tasks/get";
+/// `tasks/update` (tasks extension).
+pub const TASKS_UPDATE: &str = "tasks/update";
+/// `tasks/cancel` (tasks extension).
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// `notifications/tasks` (tasks extension).
+pub const NOTIFICATIONS_TASKS: &str = "notifications/tasks";
+
 /// `notifications/cancelled`.
 pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
 /// `notifications/progress`.

@@ -479,15 +479,21 @@ pub enum Outcome<T> {
     Complete(T),
     /// The server needs input; retry with the answers.
     InputRequired(InputRequiredResult),
+    /// The request became a task (tasks extension, `"resultType": "task"`): poll it with
+    /// `tasks/get`. Only a client that declared the extension receives it.
+    Task(crate::tasks::CreateTaskResult),
 }
 
-serialize_variants!(Outcome<T> { Complete, InputRequired });
+serialize_variants!(Outcome<T> { Complete, InputRequired, Task });
 
 impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = buffer_object(d, "a result (an object)")?;
-        if str_member(&map, "resultType") == Some(ResultType::INPUT_REQUIRED.as_str()) {
+        let result_type = str_member(&map, "resultType");
+        if result_type == Some(ResultType::INPUT_REQUIRED.as_str()) {
             from_object(map).map(Outcome::InputRequired)
+        } else if result_type == Some(ResultType::TASK.as_str()) {
+            from_object(map).map(Outcome::Task)
         } else {
             from_object(map).map(Outcome::Complete)
         }
@@ -505,11 +511,24 @@ impl<T> Outcome<T> {
         matches!(self, Outcome::Complete(_))
     }
 
+    /// Whether the request became a task.
+    pub fn is_task(&self) -> bool {
+        matches!(self, Outcome::Task(_))
+    }
+
     /// The input request, if this is one.
     pub fn input_required(self) -> Option<InputRequiredResult> {
         match self {
-            Outcome::Complete(_) => None,
             Outcome::InputRequired(r) => Some(r),
+            Outcome::Complete(_) | Outcome::Task(_) => None,
+        }
+    }
+
+    /// The task the request became, if it did.
+    pub fn task(self) -> Option<crate::tasks::CreateTaskResult> {
+        match self {
+            Outcome::Task(t) => Some(t),
+            Outcome::Complete(_) | Outcome::InputRequired(_) => None,
         }
     }
 
@@ -518,6 +537,7 @@ impl<T> Outcome<T> {
         match self {
             Outcome::Complete(t) => Outcome::Complete(f(t)),
             Outcome::InputRequired(r) => Outcome::InputRequired(r),
+            Outcome::Task(t) => Outcome::Task(t),
         }
     }
 
@@ -525,16 +545,18 @@ impl<T> Outcome<T> {
     pub fn complete(self) -> Option<T> {
         match self {
             Outcome::Complete(t) => Some(t),
-            Outcome::InputRequired(_) => None,
+            Outcome::InputRequired(_) | Outcome::Task(_) => None,
         }
     }
 
-    /// The complete result, or the input required.
+    /// The complete result, or the input required (a task is not expected here: it is
+    /// reported as an `input_required` result without requests, which no server sends).
     #[allow(clippy::result_large_err)]
     pub fn into_result(self) -> Result<T, InputRequiredResult> {
         match self {
             Outcome::Complete(t) => Ok(t),
             Outcome::InputRequired(r) => Err(r),
+            Outcome::Task(_) => Err(InputRequiredResult::new()),
         }
     }
 }

@@ -1,5 +1,8 @@
 //! Tools: `tools/list` and `tools/call`.
 
+use std::fmt;
+
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -272,6 +275,105 @@ impl CallToolResult {
     pub fn is_tool_error(&self) -> bool {
         self.is_error == Some(true)
     }
+
+    /// The tool's structured output (`structuredContent`) decoded into `T`, as
+    /// `Response::json` does in HTTP clients. Fails when the tool reported an error
+    /// (`isError`), when there is no `structuredContent`, and when it does not decode into
+    /// `T`; the text blocks are not parsed in its place.
+    ///
+    /// ```
+    /// use arctern_types::tools::{CallToolResult, StructuredError};
+    /// use serde_json::json;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Forecast { high: i32 }
+    ///
+    /// let result = CallToolResult::structured(json!({"high": 21}));
+    /// assert_eq!(result.json::<Forecast>().unwrap().high, 21);
+    ///
+    /// let failed = CallToolResult::error("no such city");
+    /// assert!(matches!(failed.json::<Forecast>(), Err(StructuredError::ToolError(_))));
+    /// ```
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, StructuredError> {
+        if self.is_tool_error() {
+            return Err(StructuredError::ToolError(Box::new(self.clone())));
+        }
+        let Some(value) = &self.structured_content else {
+            return Err(StructuredError::Missing {
+                text: joined_text(&self.content),
+            });
+        };
+        T::deserialize(value).map_err(|e| StructuredError::Mismatch {
+            type_name: std::any::type_name::<T>(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// The text of a result's text blocks, one per line.
+fn joined_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Why [`CallToolResult::json`] has no structured output to give.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StructuredError {
+    /// The tool reported an error (`isError: true`); the whole result, for its content.
+    ToolError(Box<CallToolResult>),
+    /// The result has no `structuredContent`.
+    Missing {
+        /// The text blocks of the result, which may say why.
+        text: String,
+    },
+    /// `structuredContent` does not decode into the type asked for.
+    Mismatch {
+        /// The type asked for.
+        type_name: &'static str,
+        /// Why it does not decode.
+        reason: String,
+    },
+}
+
+impl fmt::Display for StructuredError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StructuredError::ToolError(result) => {
+                let text = joined_text(&result.content);
+                if text.is_empty() {
+                    f.write_str("the tool reported an error")
+                } else {
+                    write!(f, "the tool reported an error: {}", excerpt(&text))
+                }
+            }
+            StructuredError::Missing { text } if text.is_empty() => {
+                f.write_str("no structuredContent in the result")
+            }
+            StructuredError::Missing { text } => write!(
+                f,
+                "no structuredContent in the result, only text: {}",
+                excerpt(text)
+            ),
+            StructuredError::Mismatch { type_name, reason } => {
+                write!(f, "structuredContent is not a {type_name}: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StructuredError {}
+
+/// At most a few hundred characters of `text`, for a message.
+fn excerpt(text: &str) -> String {
+    const MAX: usize = 300;
+    match text.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
 }
 
 /// A `tools/list` request.
@@ -306,6 +408,73 @@ mod tests {
             json!({"resultType": "complete", "content": [{"type": "text", "text": "{\"a\":[1,2]}"}],
                    "structuredContent": {"a": [1, 2]}})
         );
+    }
+
+    #[test]
+    fn structured_output_decodes_or_says_why_not() {
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Forecast {
+            city: String,
+            high: i32,
+        }
+        let ok = CallToolResult::structured(json!({"city": "Oslo", "high": 21}));
+        assert_eq!(
+            ok.json::<Forecast>().unwrap(),
+            Forecast {
+                city: "Oslo".into(),
+                high: 21
+            }
+        );
+        // Any JSON value, not only objects.
+        let n = CallToolResult::structured(json!(7));
+        assert_eq!(n.json::<u8>().unwrap(), 7);
+
+        let failed = CallToolResult::error("no forecast for Atlantis");
+        let e = failed.json::<Forecast>().unwrap_err();
+        assert!(matches!(&e, StructuredError::ToolError(r) if r.is_tool_error()));
+        assert_eq!(
+            e.to_string(),
+            "the tool reported an error: no forecast for Atlantis"
+        );
+        // An error result with structured content is still an error.
+        let mut failed = CallToolResult::structured(json!({"city": "Oslo", "high": 21}));
+        failed.is_error = Some(true);
+        assert!(matches!(
+            failed.json::<Forecast>(),
+            Err(StructuredError::ToolError(_))
+        ));
+
+        let text = CallToolResult::text("sunny, 21 degrees");
+        let e = text.json::<Forecast>().unwrap_err();
+        assert_eq!(
+            e,
+            StructuredError::Missing {
+                text: "sunny, 21 degrees".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "no structuredContent in the result, only text: sunny, 21 degrees"
+        );
+        let empty = CallToolResult::new(vec![]);
+        assert_eq!(
+            empty.json::<Forecast>().unwrap_err().to_string(),
+            "no structuredContent in the result"
+        );
+
+        let other = CallToolResult::structured(json!({"city": "Oslo"}));
+        let e = other.json::<Forecast>().unwrap_err();
+        let StructuredError::Mismatch { type_name, reason } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(type_name.ends_with("Forecast"), "{type_name}");
+        assert!(reason.contains("missing field `high`"), "{reason}");
+        assert!(e.to_string().starts_with("structuredContent is not a "));
+
+        // Long texts are cut in messages.
+        let long = CallToolResult::error("x".repeat(1000));
+        let message = long.json::<Forecast>().unwrap_err().to_string();
+        assert!(message.ends_with('…') && message.len() < 400, "{message}");
     }
 
     #[test]

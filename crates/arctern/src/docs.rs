@@ -4,6 +4,10 @@ pub mod mrtr {
     #![doc = include_str!("../docs/mrtr.md")]
 }
 
+pub mod tasks {
+    #![doc = include_str!("../docs/tasks.md")]
+}
+
 pub mod request_state {
     #![doc = include_str!("../docs/request-state.md")]
 }
@@ -11,4 +15,14 @@ pub mod request_state {
 #[cfg(all(feature = "auth", feature = "http"))]
 pub mod authorization {
     #![doc = include_str!("../docs/authorization.md")]
+}
+
+#[cfg(feature = "http")]
+pub mod fleet {
+    #![doc = include_str!("../docs/fleet.md")]
+}
+
+#[cfg(feature = "otel")]
+pub mod observability {
+    #![doc = include_str!("../docs/observability.md")]
 }

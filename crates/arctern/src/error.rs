@@ -43,6 +43,12 @@ pub enum ErrorKind {
     /// A multi round-trip request could not be completed (round cap reached, no handler for
     /// an input request, an unknown `resultType`).
     InputRequired,
+    /// The tool ran and reported an error (`isError`) where its output was asked for
+    /// ([`Client::call_tool_json`](crate::client::Client::call_tool_json),
+    /// [`CallToolResult::json`](crate::types::tools::CallToolResult::json) with `?`); the
+    /// [`source`](std::error::Error::source) is a
+    /// [`StructuredError`](crate::types::tools::StructuredError) holding the result.
+    Tool,
 }
 
 /// An infrastructure error: something kept a message from being exchanged at all (a socket
@@ -178,6 +184,30 @@ impl From<std::io::Error> for Error {
             ErrorKind::Io
         };
         Error::new(kind, "I/O error").with_source(e)
+    }
+}
+
+/// A tool's error result becomes [`ErrorKind::Tool`]; structured content that is missing or
+/// of another shape, [`ErrorKind::Codec`]. The [`StructuredError`] is the source.
+///
+/// [`StructuredError`]: arctern_types::tools::StructuredError
+impl From<arctern_types::tools::StructuredError> for Error {
+    fn from(e: arctern_types::tools::StructuredError) -> Self {
+        Error::structured(e, "tool result")
+    }
+}
+
+impl Error {
+    /// The error for a tool result without usable structured output; `what` names it.
+    pub(crate) fn structured(
+        e: arctern_types::tools::StructuredError,
+        what: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        let kind = match e {
+            arctern_types::tools::StructuredError::ToolError(_) => ErrorKind::Tool,
+            _ => ErrorKind::Codec,
+        };
+        Error::new(kind, what).with_source(e)
     }
 }
 

@@ -15,6 +15,8 @@ pub mod auth;
 pub mod client;
 #[cfg(all(feature = "server", feature = "client"))]
 pub mod docs;
+#[cfg(feature = "otel")]
+pub mod otel;
 #[cfg(feature = "server")]
 pub mod server;
 #[cfg(feature = "server")]

@@ -51,14 +51,22 @@ async fn whoami(ctx: RequestContext) -> String {
 
 /// Serves a protected MCP server; `configure` builds the resource from its URI.
 async fn serve(configure: impl FnOnce(&str) -> ProtectedResource) -> Protected {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let resource = format!("http://{addr}/mcp");
-    let protected = configure(&resource);
     let server = McpServer::new("protected")
         .tool("whoami", "Who is calling.", whoami)
         .build()
         .unwrap();
+    serve_server(server, configure).await
+}
+
+/// Serves `server` behind the resource `configure` builds from its URI.
+async fn serve_server<H: arctern::server::Handler>(
+    server: arctern::server::Server<H>,
+    configure: impl FnOnce(&str) -> ProtectedResource,
+) -> Protected {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("http://{addr}/mcp");
+    let protected = configure(&resource);
     let [path_based, root] = protected.metadata_paths();
     let app = axum::Router::new()
         .route_service("/mcp", protected.layer().wrap(server.http_service()))
@@ -152,7 +160,7 @@ fn rpc_body(method: &str, params: Value) -> (Bytes, Vec<(&'static str, String)>)
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
     });
     let mut headers = vec![
         ("content-type", "application/json".to_owned()),
@@ -160,7 +168,10 @@ fn rpc_body(method: &str, params: Value) -> (Bytes, Vec<(&'static str, String)>)
         ("mcp-protocol-version", VERSION.to_owned()),
         ("mcp-method", method.to_owned()),
     ];
-    if let Some(name) = params.get("name").and_then(Value::as_str) {
+    if let Some(name) = ["name", "uri"]
+        .iter()
+        .find_map(|k| params.get(*k).and_then(Value::as_str))
+    {
         headers.push(("mcp-name", name.to_owned()));
     }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
@@ -882,4 +893,362 @@ async fn a_custom_verifier_plugs_in() {
         "https://as.example alice|"
     );
     assert_invalid_token(&p.with_bearer("bob").await);
+}
+
+/// A server whose tools, prompt and resources declare scopes, behind a resource that needs
+/// `mcp:tools` for every request.
+async fn scoped(auth: &TestAuthServer, hide: bool) -> Protected {
+    use arctern::server::{PromptSpec, ResourceSpec, ToolSpec};
+    let server = McpServer::new("scoped")
+        .tool("whoami", "Who is calling.", whoami)
+        .tool_spec(
+            ToolSpec::new("write_file")
+                .description("Writes a file.")
+                .scopes(["files:write", "offline_access"]),
+            || async { "written" },
+        )
+        .prompt_spec(
+            PromptSpec::new("secret")
+                .description("A secret prompt.")
+                .scopes(["prompts:secret"]),
+            || async { "psst".to_owned() },
+        )
+        .resource(
+            ResourceSpec::new("file:///secret.txt", "secret").scopes(["files:read"]),
+            || async { "classified".to_owned() },
+        )
+        .resource(
+            ResourceSpec::new("file:///public.txt", "public"),
+            || async { "public".to_owned() },
+        )
+        .hide_unauthorized(hide)
+        .build()
+        .unwrap();
+    let declared = server.handler().declared_scopes();
+    assert_eq!(
+        declared,
+        [
+            "files:write",
+            "offline_access",
+            "prompts:secret",
+            "files:read"
+        ]
+    );
+    serve_server(server, |resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .scopes_supported(std::iter::once("mcp:tools".to_owned()).chain(declared))
+            .required_scopes(["mcp:tools"])
+            .verifier(auth.jwt_verifier(resource).build().unwrap())
+            .build()
+            .unwrap()
+    })
+    .await
+}
+
+impl Protected {
+    async fn rpc(&self, token: &str, method: &str, params: Value) -> Reply {
+        let (body, mut headers) = rpc_body(method, params);
+        headers.push(("authorization", format!("Bearer {token}")));
+        send(self.addr, Method::POST, "/mcp", &headers, body).await
+    }
+
+    fn token(&self, auth: &TestAuthServer, scopes: &[&str]) -> String {
+        auth.token()
+            .audience(&self.resource)
+            .scopes(scopes.iter().copied())
+            .issue()
+    }
+}
+
+/// The JSON-RPC message of a JSON or SSE reply (the last one).
+fn message(reply: &Reply) -> Value {
+    let data = reply
+        .body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .next_back()
+        .map(str::to_owned)
+        .unwrap_or_else(|| reply.body.clone());
+    serde_json::from_str(&data).unwrap_or(Value::Null)
+}
+
+fn assert_insufficient_scope(p: &Protected, reply: &Reply, scopes: &str) {
+    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.body);
+    assert_eq!(
+        reply.challenges()[0],
+        format!(
+            r#"Bearer resource_metadata="{}", scope="{scopes}", error="insufficient_scope""#,
+            p.metadata_url()
+        )
+    );
+    assert!(
+        !reply
+            .challenges()
+            .iter()
+            .any(|c| c.contains("offline_access"))
+    );
+    let error = &message(reply)["error"];
+    assert_eq!(error["code"], arctern::server::InsufficientScope::CODE);
+    assert!(
+        !error["data"]["requiredScopes"].to_string().is_empty(),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn scopes_declared_at_registration_are_enforced_with_403() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = scoped(&auth, false).await;
+    let basic = p.token(&auth, &["mcp:tools"]);
+
+    // A tool needing files:write: 403 naming every scope the call needs (the resource's
+    // own and the tool's), never offline_access.
+    let reply = p
+        .rpc(
+            &basic,
+            "tools/call",
+            json!({"name": "write_file", "arguments": {}}),
+        )
+        .await;
+    assert_insufficient_scope(&p, &reply, "mcp:tools files:write");
+    assert_eq!(
+        message(&reply)["error"]["data"]["requiredScopes"],
+        json!(["files:write", "offline_access"])
+    );
+    // The prompt and the resource alike.
+    let reply = p
+        .rpc(&basic, "prompts/get", json!({"name": "secret"}))
+        .await;
+    assert_insufficient_scope(&p, &reply, "mcp:tools prompts:secret");
+    let reply = p
+        .rpc(
+            &basic,
+            "resources/read",
+            json!({"uri": "file:///secret.txt"}),
+        )
+        .await;
+    assert_insufficient_scope(&p, &reply, "mcp:tools files:read");
+    // What declares nothing is served; unknown targets answer as usual.
+    let reply = p
+        .rpc(
+            &basic,
+            "resources/read",
+            json!({"uri": "file:///public.txt"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let reply = p
+        .rpc(
+            &basic,
+            "tools/call",
+            json!({"name": "nope", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(message(&reply)["error"]["code"], -32602);
+
+    // With the scopes (offline_access is never needed from the token), the call is served.
+    let writer = p.token(&auth, &["mcp:tools", "files:write", "offline_access"]);
+    let reply = p
+        .rpc(
+            &writer,
+            "tools/call",
+            json!({"name": "write_file", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(message(&reply)["result"]["content"][0]["text"], "written");
+
+    // Lists show everything by default.
+    let reply = p.rpc(&basic, "tools/list", json!({})).await;
+    let tools: Vec<_> = message(&reply)["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tools, ["whoami", "write_file"]);
+}
+
+#[tokio::test]
+async fn lists_can_hide_what_the_caller_may_not_use() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = scoped(&auth, true).await;
+    let names = |reply: &Reply, list: &str, key: &str| -> Vec<String> {
+        message(reply)["result"][list]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", reply.body))
+            .iter()
+            .map(|t| t[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let basic = p.token(&auth, &["mcp:tools"]);
+    let all = p.token(
+        &auth,
+        &[
+            "mcp:tools",
+            "files:write",
+            "files:read",
+            "prompts:secret",
+            "offline_access",
+        ],
+    );
+    let reply = p.rpc(&basic, "tools/list", json!({})).await;
+    assert_eq!(names(&reply, "tools", "name"), ["whoami"]);
+    assert_eq!(message(&reply)["result"]["cacheScope"], "private");
+    let reply = p.rpc(&all, "tools/list", json!({})).await;
+    assert_eq!(names(&reply, "tools", "name"), ["whoami", "write_file"]);
+    let reply = p.rpc(&basic, "prompts/list", json!({})).await;
+    assert!(names(&reply, "prompts", "name").is_empty());
+    let reply = p.rpc(&all, "prompts/list", json!({})).await;
+    assert_eq!(names(&reply, "prompts", "name"), ["secret"]);
+    let reply = p.rpc(&basic, "resources/list", json!({})).await;
+    assert_eq!(names(&reply, "resources", "uri"), ["file:///public.txt"]);
+    let reply = p.rpc(&all, "resources/list", json!({})).await;
+    assert_eq!(
+        names(&reply, "resources", "uri"),
+        ["file:///secret.txt", "file:///public.txt"]
+    );
+}
+
+#[tokio::test]
+async fn scopes_are_enforced_on_legacy_sessions_too() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = scoped(&auth, false).await;
+    let basic = p.token(&auth, &["mcp:tools"]);
+    let headers = |session: Option<&str>| {
+        let mut h = vec![
+            ("content-type", "application/json".to_owned()),
+            ("accept", "application/json, text/event-stream".to_owned()),
+            ("authorization", format!("Bearer {basic}")),
+        ];
+        if let Some(id) = session {
+            h.push(("mcp-session-id", id.to_owned()));
+            h.push(("mcp-protocol-version", "2025-11-25".to_owned()));
+        }
+        h
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "0"}}});
+    let reply = send(
+        p.addr,
+        Method::POST,
+        "/mcp",
+        &headers(None),
+        Bytes::from(init.to_string()),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let session = reply.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let reply = send(
+        p.addr,
+        Method::POST,
+        "/mcp",
+        &headers(Some(&session)),
+        Bytes::from(initialized.to_string()),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED);
+    let call = |name: &str| {
+        Bytes::from(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": name, "arguments": {}}})
+            .to_string(),
+        )
+    };
+    let reply = send(
+        p.addr,
+        Method::POST,
+        "/mcp",
+        &headers(Some(&session)),
+        call("write_file"),
+    )
+    .await;
+    assert_insufficient_scope(&p, &reply, "mcp:tools files:write");
+    let reply = send(
+        p.addr,
+        Method::POST,
+        "/mcp",
+        &headers(Some(&session)),
+        call("whoami"),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
+
+#[tokio::test]
+async fn the_verified_token_reaches_handlers_and_binds_the_flow() {
+    use arctern::auth::resource::VerifiedToken;
+    use arctern::server::mrtr::{Ask, Interrupt, Questions};
+
+    let auth = TestAuthServer::start().await.unwrap();
+    async fn deploy(token: VerifiedToken, q: Questions) -> Result<String, Interrupt> {
+        let go = q.ready(q.ask(Ask::confirm("go", "Deploy now?")))?;
+        Ok(format!(
+            "{} via {} ({}): {go}",
+            token.subject,
+            token.client_id.unwrap_or_default(),
+            token.scopes.join(" ")
+        ))
+    }
+    let server = McpServer::new("flows")
+        .tool("deploy", "Deploys after asking.", deploy)
+        .build()
+        .unwrap();
+    let p = serve_server(server, |resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .required_scopes(["mcp:tools"])
+            .verifier(auth.jwt_verifier(resource).build().unwrap())
+            .build()
+            .unwrap()
+    })
+    .await;
+    let alice = auth
+        .token()
+        .audience(&p.resource)
+        .subject("alice")
+        .client_id("deploy-bot")
+        .scopes(["mcp:tools"])
+        .issue();
+    let bob = auth
+        .token()
+        .audience(&p.resource)
+        .subject("bob")
+        .scopes(["mcp:tools"])
+        .issue();
+
+    // Alice starts the flow.
+    let reply = p
+        .rpc(
+            &alice,
+            "tools/call",
+            json!({"name": "deploy", "arguments": {}}),
+        )
+        .await;
+    let round = message(&reply)["result"].clone();
+    assert_eq!(round["resultType"], "input_required", "{}", reply.body);
+    let state = round["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({
+        "name": "deploy", "arguments": {},
+        "inputResponses": {"go": {"action": "accept", "content": {"go": true}}},
+        "requestState": state,
+    });
+
+    // Bob cannot continue it: the one fixed request-state error.
+    let reply = p.rpc(&bob, "tools/call", answer.clone()).await;
+    let error = &message(&reply)["error"];
+    assert_eq!(error["code"], -32602, "{}", reply.body);
+    assert_eq!(error["message"], arctern::state::INVALID_STATE_MESSAGE);
+
+    // Alice can, and her handler sees who she is.
+    let reply = p.rpc(&alice, "tools/call", answer).await;
+    assert_eq!(
+        message(&reply)["result"]["content"][0]["text"],
+        "alice via deploy-bot (mcp:tools): true",
+        "{}",
+        reply.body
+    );
 }

@@ -255,7 +255,9 @@ async fn every_request_carries_the_envelope_and_capabilities_follow_the_handlers
         ),
     ];
     for (builder, caps) in cases {
+        // Without the tasks extension, which is declared by default under `extensions`.
         let client = builder
+            .tasks(false)
             .name("tester")
             .version("0.0.1")
             .connect_memory(server.clone())
@@ -622,7 +624,7 @@ impl Transport for Canned {
 async fn a_missing_result_type_means_complete_and_an_unknown_one_is_an_error() {
     let (transport, sent) = Canned::new(vec![
         json!({"content": [{"type": "text", "text": "old server"}]}),
-        json!({"resultType": "task", "task": {"taskId": "t"}}),
+        json!({"resultType": "later"}),
         json!({"resultType": "input_required"}),
     ]);
     let client = answering().discover(false).build(transport).unwrap();
@@ -633,7 +635,7 @@ async fn a_missing_result_type_means_complete_and_an_unknown_one_is_an_error() {
     assert_eq!(err.kind(), ErrorKind::InputRequired);
     assert_eq!(
         InputRequiredError::of(&err).unwrap().reason(),
-        &InputRequiredReason::UnknownResultType("task".into())
+        &InputRequiredReason::UnknownResultType("later".into())
     );
 
     let err = client.call_tool("c", Value::Null).await.unwrap_err();

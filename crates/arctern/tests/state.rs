@@ -710,6 +710,11 @@ mod state {
                     id: arctern::state::FlowId::from_bytes(rng.random()),
                     started_unix_ms: rng.random(),
                 }),
+                trace: rng.random_bool(0.5).then(|| arctern::state::FlowTrace {
+                    trace_id: rng.random(),
+                    span_id: rng.random(),
+                    flags: rng.random(),
+                }),
             };
             for _ in 0..rng.random_range(0..4) {
                 p.answers

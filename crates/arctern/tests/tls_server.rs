@@ -285,3 +285,119 @@ async fn bad_files_fail_at_listen() {
         .unwrap_err();
     assert!(err.to_string().contains("certificate"), "{err}");
 }
+
+/// One request over `sender`: the status, the challenge and the body.
+async fn exchange(
+    sender: &mut SendRequest<Full<Bytes>>,
+    request: Request<Full<Bytes>>,
+) -> (StatusCode, Option<String>, String) {
+    sender.ready().await.unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let bytes = tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
+        .await
+        .unwrap()
+        .unwrap()
+        .to_bytes();
+    (
+        status,
+        challenge,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+#[cfg(all(feature = "auth", feature = "testing"))]
+#[tokio::test]
+async fn the_standalone_server_protects_its_endpoint_over_https() {
+    use arctern::auth::resource::ProtectedResource;
+    use arctern::testing::TestAuthServer;
+
+    let ca = Ca::new("protect-ca");
+    let dir = TempDir::new("protect");
+    let (cert, key, _) = ca.leaf("server");
+    let cert = dir.write("cert.pem", &cert);
+    let key = dir.write("key.pem", &key);
+    let auth = TestAuthServer::start().await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("https://{addr}/mcp");
+    let protected = ProtectedResource::builder(&resource)
+        .authorization_server(auth.issuer())
+        .required_scopes(["mcp:tools"])
+        .verifier(auth.jwt_verifier(&resource).build().unwrap())
+        .build()
+        .unwrap();
+    let bound = HttpServer::new(server())
+        .listener(listener)
+        .tls(TlsConfig::from_pem_files(&cert, &key))
+        .protect(protected)
+        .listen()
+        .await
+        .unwrap();
+    assert_eq!(bound.url(), resource);
+    let serving = tokio::spawn(bound.serve());
+    let (mut sender, _) = connect(addr, &ca.client()).await.unwrap();
+
+    // The metadata is public, at both well-known URIs.
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let request = Request::get(path)
+            .header("host", addr.to_string())
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let (status, _, body) = exchange(&mut sender, request).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        let metadata: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(metadata["resource"], resource);
+        assert_eq!(metadata["authorization_servers"][0], auth.issuer());
+    }
+    // The endpoint wants a token; other paths are not found.
+    let call = |token: Option<&str>| {
+        let mut request = Request::post("/mcp")
+            .header("host", addr.to_string())
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/list");
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}});
+        request
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap()
+    };
+    let (status, challenge, _) = exchange(&mut sender, call(None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        challenge.unwrap(),
+        format!(
+            r#"Bearer resource_metadata="https://{addr}/.well-known/oauth-protected-resource/mcp", scope="mcp:tools""#
+        )
+    );
+    let token = auth
+        .token()
+        .audience(&resource)
+        .scopes(["mcp:tools"])
+        .issue();
+    let (status, _, body) = exchange(&mut sender, call(Some(&token))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("\"echo\""), "{body}");
+    let request = Request::get("/elsewhere")
+        .header("host", addr.to_string())
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    assert_eq!(
+        exchange(&mut sender, request).await.0,
+        StatusCode::NOT_FOUND
+    );
+    serving.abort();
+}

@@ -252,3 +252,52 @@ pub fn protected_server() -> ProtectedServer {
         ProtectedServer { url, auth }
     })
 }
+
+/// A server that checks an answer itself (a code) and asks again, with its reason, when it is
+/// wrong: the command cannot know beforehand, so it shows the server's reason. Served from
+/// this process.
+pub fn vault() -> &'static str {
+    use arctern::server::mrtr::Responses;
+    use arctern::types::elicitation::{PrimitiveSchemaDefinition, RequestedSchema};
+    use arctern::types::mrtr::{InputRequest, InputRequiredResult};
+    use arctern::types::tools::CallToolResult;
+
+    async fn unlock(Responses(answers): Responses) -> arctern::Outcome<CallToolResult> {
+        let code = answers
+            .get("code")
+            .and_then(|r| r.as_elicit())
+            .and_then(|e| e.content.as_ref())
+            .and_then(|c| c.get("code"))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        let message = match code.as_deref() {
+            Some("1234") => return arctern::Outcome::Complete(CallToolResult::text("Unlocked.")),
+            Some(wrong) => format!(
+                "Enter the code.\n\nThe previous answer was not accepted: code: {wrong:?} is \
+                 not the code."
+            ),
+            None => "Enter the code.".to_owned(),
+        };
+        let schema = RequestedSchema::new().required("code", PrimitiveSchemaDefinition::string());
+        arctern::Outcome::InputRequired(InputRequiredResult {
+            input_requests: Some(
+                [(
+                    "code".to_owned(),
+                    InputRequest::elicit_form(message, schema),
+                )]
+                .into(),
+            ),
+            request_state: Some("asked".into()),
+            ..Default::default()
+        })
+    }
+
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let server = McpServer::new("vault")
+            .tool("unlock", "Unlocks with a code.", unlock)
+            .build()
+            .expect("a valid server");
+        serve(server)
+    })
+}

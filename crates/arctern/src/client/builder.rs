@@ -59,6 +59,9 @@ pub struct ClientBuilder {
     probe_timeout: Duration,
     discover: bool,
     cache: Option<usize>,
+    tasks: bool,
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::otel::ClientTelemetry>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -99,7 +102,19 @@ impl ClientBuilder {
             probe_timeout: super::DEFAULT_PROBE_TIMEOUT,
             discover: true,
             cache: None,
+            tasks: true,
+            #[cfg(feature = "otel")]
+            telemetry: Some(crate::otel::ClientTelemetry::global()),
         }
+    }
+
+    /// Whether the client declares the tasks extension (`io.modelcontextprotocol/tasks`) on
+    /// its requests, so that a server may make a `tools/call` a task (on by default).
+    /// [`Client::call_tool`](super::Client::call_tool) then follows the task to its end;
+    /// [`Client::start_tool`](super::Client::start_tool) hands it over.
+    pub fn tasks(mut self, declare: bool) -> Self {
+        self.tasks = declare;
+        self
     }
 
     /// The client's name in `clientInfo`.
@@ -276,6 +291,14 @@ impl ClientBuilder {
         self
     }
 
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ClientTelemetry>>) -> Self {
+        self.telemetry = telemetry.into();
+        self
+    }
+
     /// Turns the cache on with room for `entries` responses.
     pub fn cache_capacity(mut self, entries: usize) -> Self {
         self.cache = Some(entries);
@@ -309,7 +332,13 @@ impl ClientBuilder {
                 "offer at least one protocol version of the era the client speaks",
             ));
         }
-        let capabilities = self.handlers.caps.to_client_capabilities();
+        let mut capabilities = self.handlers.caps.to_client_capabilities();
+        if self.tasks {
+            capabilities.extensions.get_or_insert_default().insert(
+                arctern_types::tasks::EXTENSION_ID.to_owned(),
+                serde_json::json!({}),
+            );
+        }
         let codec =
             |e| Error::new(ErrorKind::Codec, "could not encode the client envelope").with_source(e);
         let capabilities_raw = serde_json::value::to_raw_value(&capabilities).map_err(codec)?;
@@ -357,6 +386,8 @@ impl ClientBuilder {
                 hub,
                 in_flight: InFlight::default(),
                 listener: std::sync::Mutex::new(None),
+                #[cfg(feature = "otel")]
+                telemetry: self.telemetry,
             }
         });
         Ok(Client { inner })

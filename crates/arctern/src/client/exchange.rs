@@ -39,6 +39,9 @@ pub(super) struct Req<'a, P> {
     pub(super) tool: Option<(&'a str, Option<&'a JsonObject>)>,
     pub(super) observer: &'a Observer,
     pub(super) timeout: Option<Duration>,
+    /// The round of a multi round-trip request, in the automatic loop (for its span).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(super) round: Option<u32>,
 }
 
 impl Client {
@@ -59,8 +62,12 @@ impl Client {
         let mut session_renewed = false;
         loop {
             let negotiated = self.negotiated();
-            let (id, body, headers) = self.encode(&req, &negotiated).await?;
-            match self.round_trip(id, req.method, body, headers, &req).await {
+            let obs = self.observe_request(&req, &negotiated);
+            let (id, body, headers) = self.encode(&req, &negotiated, &obs.inject()).await?;
+            obs.id(id);
+            let answered = self.round_trip(id, req.method, body, headers, &req).await;
+            obs.finish(&answered, methods::is_mrtr_method(req.method));
+            match answered {
                 Err(e) if negotiated.era == Era::Legacy => {
                     if !session_renewed && session_gone(&e) {
                         // The server forgot the session: open a new one and retry once.
@@ -105,11 +112,12 @@ impl Client {
         &self,
         req: &Req<'_, P>,
         negotiated: &Negotiated,
+        trace: &wire::TraceFields,
     ) -> Result<(i64, Bytes, http::HeaderMap)> {
         let id = self.next_id();
         if negotiated.era == Era::Legacy {
             let token = req.observer.wants_progress().then_some(id);
-            let body = wire::encode_legacy_request(id, req.method, req.params, token)?;
+            let body = wire::encode_legacy_request(id, req.method, req.params, token, trace)?;
             return Ok((id, body, self.legacy_headers(negotiated)));
         }
         let meta = Envelope {
@@ -118,6 +126,7 @@ impl Client {
             info: self.inner.info_raw.as_deref(),
             log_level: req.observer.log_level(),
             progress_token: req.observer.wants_progress().then_some(id),
+            trace,
         };
         let body = wire::encode_request(id, req.method, req.params, meta)?;
         let mut headers = http::HeaderMap::new();
@@ -237,6 +246,7 @@ impl Client {
                 tool: None,
                 observer,
                 timeout: None,
+                round: None,
             })
             .await?;
         match wire::result_kind(&raw)? {
@@ -248,6 +258,12 @@ impl Client {
                     0,
                 )
                 .into_error(ErrorKind::InputRequired));
+            }
+            wire::Kind::Task => {
+                return Err(Error::new(
+                    ErrorKind::Codec,
+                    format!("the server answered {method} with a task"),
+                ));
             }
             wire::Kind::Unknown(t) => {
                 return Err(Error::new(
@@ -294,6 +310,77 @@ impl Client {
         }
         Ok(value)
     }
+}
+
+#[cfg(feature = "otel")]
+use crate::otel::ClientObservation;
+
+#[cfg(not(feature = "otel"))]
+use off::ClientObservation;
+
+#[cfg(not(feature = "otel"))]
+mod off {
+    use serde_json::value::RawValue;
+
+    use crate::client::wire::TraceFields;
+
+    /// Without the `otel` feature: observes nothing.
+    pub(crate) struct ClientObservation;
+
+    #[allow(clippy::unused_self)]
+    impl ClientObservation {
+        #[inline]
+        pub(crate) fn inject(&self) -> TraceFields {
+            TraceFields::default()
+        }
+        #[inline]
+        pub(crate) fn id(&self, _: i64) {}
+        #[inline]
+        pub(crate) fn finish(self, _: &crate::Result<Box<RawValue>>, _: bool) {}
+    }
+}
+
+impl Client {
+    /// Begins observing one request (its `CLIENT` span).
+    #[cfg_attr(not(feature = "otel"), allow(unused_variables, clippy::unused_self))]
+    fn observe_request<P>(&self, req: &Req<'_, P>, negotiated: &Negotiated) -> ClientObservation {
+        #[cfg(feature = "otel")]
+        {
+            ClientObservation::start(
+                self.inner.telemetry.as_ref(),
+                req.method,
+                req.name,
+                req.round,
+                negotiated.version.as_str(),
+            )
+        }
+        #[cfg(not(feature = "otel"))]
+        {
+            ClientObservation
+        }
+    }
+}
+
+/// A raw result's `resultType`, as the span attribute names it.
+#[cfg(feature = "otel")]
+pub(crate) fn result_type_of(raw: &RawValue) -> &'static str {
+    match wire::result_kind(raw) {
+        Ok(wire::Kind::InputRequired) => "input_required",
+        Ok(wire::Kind::Complete) => "complete",
+        Ok(wire::Kind::Task) => "task",
+        Ok(wire::Kind::Unknown(_)) | Err(_) => "unknown",
+    }
+}
+
+/// Whether a raw result is a tool's error (`isError: true`).
+#[cfg(feature = "otel")]
+pub(crate) fn is_tool_error_result(raw: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<Probe>(raw.get()).is_ok_and(|p| p.is_error == Some(true))
 }
 
 /// Whether a notification belongs to the request whose stream it arrived on.

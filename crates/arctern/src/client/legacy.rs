@@ -305,9 +305,16 @@ impl Client {
             tool: None,
             observer: &observer,
             timeout: None,
+            round: None,
         };
         let id = self.next_id();
-        let body = wire::encode_legacy_request(id, req.method, req.params, None)?;
+        let body = wire::encode_legacy_request(
+            id,
+            req.method,
+            req.params,
+            None,
+            &wire::TraceFields::default(),
+        )?;
         // No version header: a dual-era server routes a bare `initialize` to its legacy side.
         let raw = self
             .round_trip(id, req.method, body, http::HeaderMap::new(), &req)

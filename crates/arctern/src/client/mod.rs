@@ -11,6 +11,7 @@ mod lists;
 mod mrtr;
 mod negotiate;
 mod notify;
+mod tasks;
 mod transport;
 mod wire;
 
@@ -34,8 +35,12 @@ pub use crate::Outcome;
 pub use builder::{ClientBuilder, DEFAULT_MAX_ROUNDS};
 pub use error::{InputRequiredError, InputRequiredReason, VersionError};
 pub use handler::{ClientHandler, HandlerCapabilities, Input, InputOrigin};
-pub use mrtr::{CallOptions, Continuation};
+pub use mrtr::{CallOptions, Continuation, TaskStatusFn};
 pub use notify::{LogFn, ProgressFn, ServerNotification, Subscription};
+pub use tasks::ToolStart;
+
+#[cfg(feature = "otel")]
+pub(crate) use exchange::{is_tool_error_result, result_type_of};
 pub use transport::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
 
 /// The Streamable HTTP client transport (also at [`crate::transport::http::client`]).
@@ -109,6 +114,9 @@ struct Inner {
     in_flight: legacy::InFlight,
     /// The task reading a legacy session's `GET` stream.
     listener: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// OpenTelemetry spans and metrics.
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::otel::ClientTelemetry>,
 }
 
 impl Drop for Inner {
@@ -249,8 +257,11 @@ impl Client {
             tool: None,
             observer: &observer,
             timeout: None,
+            round: None,
         };
-        let (id, body, headers) = self.encode(&req, &negotiated).await?;
+        let (id, body, headers) = self
+            .encode(&req, &negotiated, &wire::TraceFields::default())
+            .await?;
         let request_id = RequestId::Number(id);
         let mut message = OutgoingMessage::new(
             Some(request_id.clone()),

@@ -60,6 +60,13 @@ pub struct Continuation {
     /// The previous round's `requestState`, byte for byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
+    /// The flow's W3C `traceparent`, so that whoever resumes the flow continues its trace
+    /// (with the `otel` feature, [`after`](Self::after) takes it from the current span).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The flow's W3C `tracestate`, with [`traceparent`](Self::traceparent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 impl Continuation {
@@ -68,12 +75,34 @@ impl Continuation {
         Continuation::default()
     }
 
-    /// The retry after `round`: its `requestState` (if any) echoed, no answers yet.
+    /// The retry after `round`: its `requestState` (if any) echoed, no answers yet. With
+    /// the `otel` feature it also carries the current span's trace context (the
+    /// application's span around the flow), which the resumed round continues.
     pub fn after(round: &InputRequiredResult) -> Self {
-        Continuation {
+        #[allow(unused_mut)]
+        let mut next = Continuation {
             input_responses: None,
             request_state: round.request_state.clone(),
+            traceparent: None,
+            tracestate: None,
+        };
+        #[cfg(feature = "otel")]
+        {
+            next = next.with_trace_context(&opentelemetry::Context::current());
         }
+        next
+    }
+
+    /// Carries the trace context of `cx` (feature `otel`): the round sent with this
+    /// continuation is parented to it when no span is current there.
+    #[cfg(feature = "otel")]
+    pub fn with_trace_context(mut self, cx: &opentelemetry::Context) -> Self {
+        let fields = crate::otel::TraceFields::inject(cx);
+        if fields.traceparent.is_some() {
+            self.traceparent = fields.traceparent;
+            self.tracestate = fields.tracestate;
+        }
+        self
     }
 
     /// Adds an answer under `key`.
@@ -99,6 +128,16 @@ impl Continuation {
         self.input_responses.is_none() && self.request_state.is_none()
     }
 
+    /// The trace context carried, as `_meta` fields.
+    #[cfg(feature = "otel")]
+    pub(crate) fn trace_fields(&self) -> crate::otel::TraceFields {
+        crate::otel::TraceFields {
+            traceparent: self.traceparent.clone(),
+            tracestate: self.tracestate.clone(),
+            baggage: None,
+        }
+    }
+
     pub(crate) fn retry(&self) -> Retry<'_> {
         Retry {
             input_responses: self.input_responses.as_ref(),
@@ -116,7 +155,12 @@ pub struct CallOptions {
     pub(crate) timeout: Option<Duration>,
     pub(crate) observer: Observer,
     pub(crate) resume: Option<Continuation>,
+    pub(crate) task_status: Option<TaskStatusFn>,
 }
+
+/// Called with a task's state whenever its status message changes (see
+/// [`CallOptions::on_task_status`]).
+pub type TaskStatusFn = Arc<dyn Fn(&arctern_types::tasks::Task) + Send + Sync>;
 
 impl std::fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -126,6 +170,7 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("observer", &self.observer)
             .field("resume", &self.resume)
+            .field("task_status", &self.task_status.is_some())
             .finish()
     }
 }
@@ -163,6 +208,16 @@ impl CallOptions {
         f: impl Fn(arctern_types::progress::ProgressNotificationParams) + Send + Sync + 'static,
     ) -> Self {
         self.observer.progress = Some(Arc::new(f) as ProgressFn);
+        self
+    }
+
+    /// Called while the call runs as a task (the tasks extension), each time the server
+    /// reports a new status message (progress, what it waits for).
+    pub fn on_task_status(
+        mut self,
+        f: impl Fn(&arctern_types::tasks::Task) + Send + Sync + 'static,
+    ) -> Self {
+        self.task_status = Some(Arc::new(f));
         self
     }
 
@@ -254,6 +309,16 @@ pub(crate) fn read_round<T: serde::de::DeserializeOwned>(
             }
             Outcome::InputRequired(irr)
         }
+        // Only `tools/call` may become a task.
+        Kind::Task if matches!(target, Target::Tool { .. }) => {
+            Outcome::Task(wire::decode(&raw, "task")?)
+        }
+        Kind::Task => {
+            return Err(Error::new(
+                ErrorKind::Codec,
+                format!("the server answered {} with a task", target.what()),
+            ));
+        }
         Kind::Unknown(t) => {
             return Err(InputRequiredError::new(
                 InputRequiredReason::UnknownResultType(t),
@@ -316,9 +381,14 @@ pub(crate) async fn within<F: std::future::Future<Output = Result<T>>, T>(
 impl Client {
     // ---------------------------------------------------------------- MRTR methods
 
-    /// Calls a tool, answering every round of input the server asks for. `arguments` is a
-    /// JSON object, or `null` for none.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+    /// Calls a tool, answering every round of input the server asks for.
+    ///
+    /// `arguments` is anything that serializes to a JSON object — a struct deriving
+    /// `Serialize`, a map, `json!({..})` — or to `null` for none (`()`). Anything else, or
+    /// a value that fails to serialize, fails the call before anything is sent. A tool's own
+    /// failure is data, not an error: check [`CallToolResult::is_tool_error`], or take
+    /// [`call_tool_json`](Self::call_tool_json) for a typed result.
+    pub async fn call_tool(&self, name: &str, arguments: impl Serialize) -> Result<CallToolResult> {
         self.call_tool_with(name, arguments, CallOptions::new())
             .await
     }
@@ -327,14 +397,56 @@ impl Client {
     pub async fn call_tool_with(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         options: CallOptions,
     ) -> Result<CallToolResult> {
-        let arguments = object_arguments(arguments)?;
-        let target = Target::Tool {
-            name,
-            arguments: arguments.as_ref(),
-        };
+        let arguments = tool_arguments(name, arguments)?;
+        self.call_tool_object(name, arguments.as_ref(), options)
+            .await
+    }
+
+    /// Calls a tool and decodes its structured output (`structuredContent`) into `T`: the
+    /// typed form of [`call_tool`](Self::call_tool), as `.json::<T>()` is for an HTTP
+    /// response.
+    ///
+    /// Fails with [`ErrorKind::Tool`] when the tool reports an error (`isError`), and with
+    /// [`ErrorKind::Codec`] when the result has no `structuredContent` or it does not decode
+    /// into `T`; the error's [`source`](std::error::Error::source) is then a
+    /// [`StructuredError`](arctern_types::tools::StructuredError) with the details (the
+    /// whole result, for a tool error). With per-call options, or to keep the whole result,
+    /// call [`call_tool_with`](Self::call_tool_with) and then
+    /// [`CallToolResult::json`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: arctern::client::Client) -> arctern::Result<()> {
+    /// #[derive(serde::Serialize)]
+    /// struct Query<'a> { city: &'a str }
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Forecast { high: f64, rain: bool }
+    ///
+    /// let forecast: Forecast = client.call_tool_json("forecast", Query { city: "Oslo" }).await?;
+    /// println!("{} °C, rain: {}", forecast.high, forecast.rain);
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_tool_json<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<T> {
+        let result = self.call_tool(name, arguments).await?;
+        result
+            .json()
+            .map_err(|e| Error::structured(e, format!("tool {name:?}")))
+    }
+
+    async fn call_tool_object(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        options: CallOptions,
+    ) -> Result<CallToolResult> {
+        let target = Target::Tool { name, arguments };
         let (result, _) = self.drive::<CallToolResult>(target, options).await?;
         self.note_server_info(result.meta.as_ref());
         Ok(result)
@@ -342,27 +454,33 @@ impl Client {
 
     /// Sends one round of a tool call: the complete result, or the server's
     /// `input_required` answer. Pass [`Continuation::new`] for a first attempt; for a retry,
-    /// the answers and the state of the previous round.
+    /// the answers and the state of the previous round. `arguments` as for
+    /// [`call_tool`](Self::call_tool).
     pub async fn call_tool_once(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         continuation: Continuation,
     ) -> Result<Outcome<CallToolResult>> {
-        let arguments = object_arguments(arguments)?;
+        let arguments = tool_arguments(name, arguments)?;
         let target = Target::Tool {
             name,
             arguments: arguments.as_ref(),
         };
         let round = self
-            .round::<CallToolResult>(&target, continuation.retry(), &CallOptions::new())
+            .round_resumed::<CallToolResult>(&target, &continuation)
             .await?;
         Ok(round.outcome)
     }
 
-    /// Gets a prompt, answering every round of input the server asks for. `arguments` is a
-    /// JSON object of strings, or `null` for none.
-    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
+    /// Gets a prompt, answering every round of input the server asks for. `arguments` is
+    /// anything that serializes to a JSON object of strings (a struct of `String` fields, a
+    /// map, `json!({..})`), or to `null` for none (`()`).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<GetPromptResult> {
         self.get_prompt_with(name, arguments, CallOptions::new())
             .await
     }
@@ -371,14 +489,20 @@ impl Client {
     pub async fn get_prompt_with(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         options: CallOptions,
     ) -> Result<GetPromptResult> {
-        let arguments = string_arguments(arguments)?;
-        let target = Target::Prompt {
-            name,
-            arguments: arguments.as_ref(),
-        };
+        let arguments = prompt_arguments(name, arguments)?;
+        self.get_prompt_map(name, arguments.as_ref(), options).await
+    }
+
+    async fn get_prompt_map(
+        &self,
+        name: &str,
+        arguments: Option<&BTreeMap<String, String>>,
+        options: CallOptions,
+    ) -> Result<GetPromptResult> {
+        let target = Target::Prompt { name, arguments };
         let (result, _) = self.drive::<GetPromptResult>(target, options).await?;
         self.note_server_info(result.meta.as_ref());
         Ok(result)
@@ -388,16 +512,16 @@ impl Client {
     pub async fn get_prompt_once(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         continuation: Continuation,
     ) -> Result<Outcome<GetPromptResult>> {
-        let arguments = string_arguments(arguments)?;
+        let arguments = prompt_arguments(name, arguments)?;
         let target = Target::Prompt {
             name,
             arguments: arguments.as_ref(),
         };
         let round = self
-            .round::<GetPromptResult>(&target, continuation.retry(), &CallOptions::new())
+            .round_resumed::<GetPromptResult>(&target, &continuation)
             .await?;
         Ok(round.outcome)
     }
@@ -444,7 +568,7 @@ impl Client {
     ) -> Result<Outcome<ReadResourceResult>> {
         let target = Target::Resource { uri };
         let round = self
-            .round::<ReadResourceResult>(&target, continuation.retry(), &CallOptions::new())
+            .round_resumed::<ReadResourceResult>(&target, &continuation)
             .await?;
         Ok(round.outcome)
     }
@@ -513,12 +637,31 @@ impl Client {
         }
     }
 
-    /// Sends one round.
+    /// Sends one round of a manual flow: under the trace context the continuation
+    /// carries, when no span is current.
+    async fn round_resumed<T: DeserializeOwned>(
+        &self,
+        target: &Target<'_>,
+        continuation: &Continuation,
+    ) -> Result<Round<T>> {
+        let options = CallOptions::new();
+        let round = self.round::<T>(target, continuation.retry(), &options, None);
+        #[cfg(feature = "otel")]
+        let round = {
+            let fields = continuation.trace_fields();
+            let (parent, _) = crate::otel::resumed_parent(Some(&fields));
+            opentelemetry::trace::FutureExt::with_context(round, parent)
+        };
+        round.await
+    }
+
+    /// Sends one round (`number`: its place in the automatic loop).
     pub(super) async fn round<T: DeserializeOwned>(
         &self,
         target: &Target<'_>,
         retry: Retry<'_>,
         options: &CallOptions,
+        number: Option<u32>,
     ) -> Result<Round<T>> {
         let observer = Observer::merged(&options.observer, &self.inner.observer);
         let raw = match *target {
@@ -535,6 +678,7 @@ impl Client {
                     tool: Some((name, arguments)),
                     observer: &observer,
                     timeout: options.timeout,
+                    round: number,
                 })
                 .await?
             }
@@ -551,6 +695,7 @@ impl Client {
                     tool: None,
                     observer: &observer,
                     timeout: options.timeout,
+                    round: number,
                 })
                 .await?
             }
@@ -563,6 +708,7 @@ impl Client {
                     tool: None,
                     observer: &observer,
                     timeout: options.timeout,
+                    round: number,
                 })
                 .await?
             }
@@ -570,13 +716,69 @@ impl Client {
         read_round(raw, target)
     }
 
-    /// The automatic loop. Returns the complete result, and its raw JSON when it answered a
-    /// first attempt (the only kind the cache may keep).
+    /// The automatic loop, following a task to its end. Returns the complete result, and
+    /// its raw JSON when it answered a first attempt (the only kind the cache may keep).
+    /// With the `otel` feature the flow runs in a span of its own, each round's span under it.
     pub(super) async fn drive<T: DeserializeOwned>(
         &self,
         target: Target<'_>,
-        mut options: CallOptions,
+        options: CallOptions,
     ) -> Result<(T, Option<Box<RawValue>>)> {
+        let mut sent = 0u32;
+        #[cfg(feature = "otel")]
+        {
+            let resumed = options.resume.as_ref().map(Continuation::trace_fields);
+            let flow = crate::otel::FlowSpan::start(
+                self.inner.telemetry.as_ref(),
+                target.method(),
+                target.name(),
+                resumed.as_ref(),
+            );
+            let cx = flow.context();
+            let outcome = opentelemetry::trace::FutureExt::with_context(
+                self.drive_rounds(target, options, &mut sent),
+                cx,
+            )
+            .await;
+            flow.finish(&outcome, sent);
+            outcome
+        }
+        #[cfg(not(feature = "otel"))]
+        self.drive_rounds(target, options, &mut sent).await
+    }
+
+    async fn drive_rounds<T: DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+        options: CallOptions,
+        sent: &mut u32,
+    ) -> Result<(T, Option<Box<RawValue>>)> {
+        // Only a task needs these after the loop; most calls never become one.
+        let task_status = options.task_status.clone();
+        match self.drive_until_task::<T>(target, options, sent).await? {
+            Driven::Complete(value, raw) => Ok((value, raw)),
+            Driven::Task(task) => {
+                let origin = Arc::new(target.origin());
+                let result = self
+                    .follow_task(&task.task, origin, task_status.as_ref())
+                    .await?;
+                let value =
+                    serde_json::from_value(serde_json::Value::Object(result)).map_err(|e| {
+                        Error::new(ErrorKind::Codec, "the task's result does not decode")
+                            .with_source(e)
+                    })?;
+                Ok((value, None))
+            }
+        }
+    }
+
+    /// The automatic loop up to a complete result or a task.
+    pub(super) async fn drive_until_task<T: DeserializeOwned>(
+        &self,
+        target: Target<'_>,
+        mut options: CallOptions,
+        sent: &mut u32,
+    ) -> Result<Driven<T>> {
         let max_rounds = options.max_rounds.unwrap_or(self.inner.max_rounds);
         let deadline = options
             .deadline
@@ -589,18 +791,20 @@ impl Client {
         let mut backoff = Backoff::new();
         let mut last: Option<InputRequiredResult> = None;
         loop {
+            *sent += 1;
             let round: Round<T> = within(
                 deadline,
                 &last,
                 rounds,
-                self.round(&target, continuation.retry(), &options),
+                self.round(&target, continuation.retry(), &options, Some(rounds)),
             )
             .await?;
             let irr = match round.outcome {
                 Outcome::Complete(value) => {
-                    return Ok((value, first.then_some(round.raw)));
+                    return Ok(Driven::Complete(value, first.then_some(round.raw)));
                 }
                 Outcome::InputRequired(irr) => irr,
+                Outcome::Task(task) => return Ok(Driven::Task(Box::new(task))),
                 _ => {
                     return Err(Error::new(
                         ErrorKind::InputRequired,
@@ -648,24 +852,41 @@ impl Client {
             continuation = Continuation {
                 input_responses: responses,
                 request_state: irr.request_state.clone(),
+                ..Continuation::default()
             };
         }
     }
 }
 
-fn object_arguments(arguments: Value) -> Result<Option<JsonObject>> {
-    match arguments {
+/// Where the automatic loop stopped.
+pub(super) enum Driven<T> {
+    /// The complete result, and its raw JSON for a first attempt.
+    Complete(T, Option<Box<RawValue>>),
+    /// A task.
+    Task(Box<arctern_types::tasks::CreateTaskResult>),
+}
+
+/// Tool arguments as a JSON object (`None` for `null`).
+pub(super) fn tool_arguments(name: &str, arguments: impl Serialize) -> Result<Option<JsonObject>> {
+    match to_json(arguments, "tool", name)? {
         Value::Null => Ok(None),
         Value::Object(map) => Ok(Some(map)),
         other => Err(Error::new(
             ErrorKind::Config,
-            format!("tool arguments must be a JSON object, not {other}"),
+            format!(
+                "the arguments of tool {name:?} must be a JSON object, not {}",
+                json_kind(&other)
+            ),
         )),
     }
 }
 
-fn string_arguments(arguments: Value) -> Result<Option<BTreeMap<String, String>>> {
-    match arguments {
+/// Prompt arguments as a map of strings (`None` for `null`).
+fn prompt_arguments(
+    name: &str,
+    arguments: impl Serialize,
+) -> Result<Option<BTreeMap<String, String>>> {
+    match to_json(arguments, "prompt", name)? {
         Value::Null => Ok(None),
         Value::Object(map) => map
             .into_iter()
@@ -673,15 +894,43 @@ fn string_arguments(arguments: Value) -> Result<Option<BTreeMap<String, String>>
                 Value::String(s) => Ok((k, s)),
                 other => Err(Error::new(
                     ErrorKind::Config,
-                    format!("prompt argument {k:?} must be a string, not {other}"),
+                    format!(
+                        "argument {k:?} of prompt {name:?} must be a string, not {}",
+                        json_kind(&other)
+                    ),
                 )),
             })
             .collect::<Result<BTreeMap<_, _>>>()
             .map(Some),
         other => Err(Error::new(
             ErrorKind::Config,
-            format!("prompt arguments must be a JSON object of strings, not {other}"),
+            format!(
+                "the arguments of prompt {name:?} must be a JSON object of strings, not {}",
+                json_kind(&other)
+            ),
         )),
+    }
+}
+
+fn to_json(arguments: impl Serialize, kind: &str, name: &str) -> Result<Value> {
+    serde_json::to_value(arguments).map_err(|e| {
+        Error::new(
+            ErrorKind::Codec,
+            format!("the arguments of {kind} {name:?} do not serialize to JSON"),
+        )
+        .with_source(e)
+    })
+}
+
+/// What a JSON value is, for messages (never the value itself, which may be large).
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -696,6 +945,75 @@ mod tests {
         assert_eq!(ms, [50, 100, 200, 250, 250]);
         b.reset();
         assert_eq!(b.next_delay().as_millis(), 50);
+    }
+
+    #[test]
+    fn arguments_serialize_to_an_object_or_nothing() {
+        #[derive(Serialize)]
+        struct Trip<'a> {
+            city: &'a str,
+            nights: u8,
+        }
+        let args = tool_arguments(
+            "book",
+            Trip {
+                city: "Oslo",
+                nights: 2,
+            },
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            Value::Object(args),
+            serde_json::json!({"city": "Oslo", "nights": 2})
+        );
+        assert_eq!(tool_arguments("t", ()).unwrap(), None);
+        assert_eq!(tool_arguments("t", Value::Null).unwrap(), None);
+        assert!(
+            tool_arguments("t", serde_json::json!({}))
+                .unwrap()
+                .unwrap()
+                .is_empty()
+        );
+
+        let e = tool_arguments("t", [1, 2]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert_eq!(
+            e.to_string(),
+            "the arguments of tool \"t\" must be a JSON object, not an array"
+        );
+        // A value serde_json cannot represent: an error, never a panic.
+        let bad: BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let e = tool_arguments("t", bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Codec);
+        assert!(
+            e.to_string()
+                .starts_with("the arguments of tool \"t\" do not serialize to JSON: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn prompt_arguments_are_strings() {
+        let map = prompt_arguments(
+            "p",
+            [("topic", "MRTR")].into_iter().collect::<BTreeMap<_, _>>(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(map["topic"], "MRTR");
+        assert_eq!(prompt_arguments("p", ()).unwrap(), None);
+        let e = prompt_arguments("p", serde_json::json!({"n": 3})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "argument \"n\" of prompt \"p\" must be a string, not a number"
+        );
+        let e = prompt_arguments("p", "topic").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("JSON object of strings, not a string"),
+            "{e}"
+        );
     }
 
     #[test]

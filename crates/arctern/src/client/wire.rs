@@ -38,6 +38,24 @@ pub(crate) struct Envelope<'a> {
     pub(crate) log_level: Option<LoggingLevel>,
     #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
     pub(crate) progress_token: Option<i64>,
+    /// `traceparent`, `tracestate`, `baggage` (feature `otel`).
+    #[serde(flatten)]
+    pub(crate) trace: &'a TraceFields,
+}
+
+#[cfg(feature = "otel")]
+pub(crate) use crate::otel::TraceFields;
+
+/// Without the `otel` feature a request carries no trace context.
+#[cfg(not(feature = "otel"))]
+#[derive(Serialize, Default)]
+pub(crate) struct TraceFields {}
+
+#[cfg(not(feature = "otel"))]
+impl TraceFields {
+    pub(crate) fn is_empty(&self) -> bool {
+        true
+    }
 }
 
 #[derive(Serialize)]
@@ -75,11 +93,13 @@ pub(crate) fn encode_request<P: Serialize>(
     Ok(Bytes::from(buf))
 }
 
-/// The `_meta` of a legacy request: only a progress token, when one is wanted.
+/// The `_meta` of a legacy request: a progress token when one is wanted, and trace context.
 #[derive(Serialize)]
-struct LegacyMeta {
-    #[serde(rename = "progressToken")]
-    progress_token: i64,
+struct LegacyMeta<'a> {
+    #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
+    progress_token: Option<i64>,
+    #[serde(flatten)]
+    trace: &'a TraceFields,
 }
 
 #[derive(Serialize)]
@@ -87,7 +107,7 @@ struct LegacyParams<'a, P: Serialize> {
     #[serde(flatten)]
     params: &'a P,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<LegacyMeta>,
+    meta: Option<LegacyMeta<'a>>,
 }
 
 #[derive(Serialize)]
@@ -99,12 +119,14 @@ struct LegacyRequest<'a, P: Serialize> {
 }
 
 /// Serializes a whole JSON-RPC request of a legacy session: no envelope (the session
-/// negotiated it), `_meta.progressToken` only when progress is wanted.
+/// negotiated it), `_meta.progressToken` only when progress is wanted, trace context when
+/// there is some.
 pub(crate) fn encode_legacy_request<P: Serialize>(
     id: i64,
     method: &str,
     params: &P,
     progress_token: Option<i64>,
+    trace: &TraceFields,
 ) -> Result<Bytes> {
     let request = LegacyRequest {
         jsonrpc: "2.0",
@@ -112,7 +134,10 @@ pub(crate) fn encode_legacy_request<P: Serialize>(
         method,
         params: LegacyParams {
             params,
-            meta: progress_token.map(|progress_token| LegacyMeta { progress_token }),
+            meta: (progress_token.is_some() || !trace.is_empty()).then_some(LegacyMeta {
+                progress_token,
+                trace,
+            }),
         },
     };
     let mut buf = Vec::with_capacity(256);
@@ -198,6 +223,8 @@ struct Peek<'a> {
 pub(crate) enum Kind {
     Complete,
     InputRequired,
+    /// A task (the tasks extension).
+    Task,
     Unknown(String),
 }
 
@@ -219,6 +246,7 @@ pub(crate) fn result_kind(raw: &RawValue) -> Result<Kind> {
         None => Kind::Complete,
         Some(t) if t == ResultType::COMPLETE.as_str() => Kind::Complete,
         Some(t) if t == ResultType::INPUT_REQUIRED.as_str() => Kind::InputRequired,
+        Some(t) if t == ResultType::TASK.as_str() => Kind::Task,
         Some(t) => Kind::Unknown(t.to_owned()),
     })
 }
@@ -260,6 +288,7 @@ mod tests {
                 info: Some(&info),
                 log_level: None,
                 progress_token: Some(7),
+                trace: &TraceFields::default(),
             },
         )
         .unwrap();
@@ -277,6 +306,7 @@ mod tests {
                 info: None,
                 log_level: Some(LoggingLevel::Info),
                 progress_token: None,
+                trace: &TraceFields::default(),
             },
         )
         .unwrap();
@@ -288,13 +318,21 @@ mod tests {
 
     #[test]
     fn encodes_legacy_requests_without_the_envelope() {
-        let bytes =
-            encode_legacy_request(3, "tools/list", &CursorParams { cursor: None }, None).unwrap();
+        let bytes = encode_legacy_request(
+            3,
+            "tools/list",
+            &CursorParams { cursor: None },
+            None,
+            &TraceFields::default(),
+        )
+        .unwrap();
         assert_eq!(
             std::str::from_utf8(&bytes).unwrap(),
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#
         );
-        let bytes = encode_legacy_request(4, "ping", &NoParams {}, Some(4)).unwrap();
+        let bytes =
+            encode_legacy_request(4, "ping", &NoParams {}, Some(4), &TraceFields::default())
+                .unwrap();
         assert_eq!(
             std::str::from_utf8(&bytes).unwrap(),
             r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"progressToken":4}}}"#
@@ -311,8 +349,46 @@ mod tests {
         );
         assert_eq!(
             result_kind(&raw(r#"{"resultType":"task"}"#)).unwrap(),
-            Kind::Unknown("task".into())
+            Kind::Task
+        );
+        assert_eq!(
+            result_kind(&raw(r#"{"resultType":"later"}"#)).unwrap(),
+            Kind::Unknown("later".into())
         );
         assert!(result_kind(&raw("[]")).is_err());
+    }
+
+    #[cfg(feature = "otel")]
+    #[test]
+    fn trace_context_goes_in_meta_unprefixed() {
+        let caps = serde_json::value::to_raw_value(&serde_json::json!({})).unwrap();
+        let trace = TraceFields {
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+            tracestate: None,
+            baggage: Some("tenant=acme".into()),
+        };
+        let bytes = encode_request(
+            2,
+            "tools/list",
+            &NoParams {},
+            Envelope {
+                version: "v",
+                capabilities: &caps,
+                info: None,
+                log_level: None,
+                progress_token: None,
+                trace: &trace,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","baggage":"tenant=acme"}}}"#
+        );
+        let legacy = encode_legacy_request(3, "ping", &NoParams {}, None, &trace).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&legacy).unwrap(),
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","baggage":"tenant=acme"}}}"#
+        );
     }
 }

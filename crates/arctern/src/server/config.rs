@@ -11,6 +11,7 @@ use arctern_types::version::ProtocolVersion;
 use super::legacy::LegacyConfig;
 use super::middleware::Middleware;
 use super::mrtr::{MrtrLimits, OneTimeStore};
+use super::subscriptions::{ChangeBus, LocalChangeBus};
 use crate::state::StateSealer;
 
 /// A caching hint: how long a client may reuse a result (`ttlMs`) and who may share it
@@ -140,6 +141,9 @@ pub struct ServerConfig {
     /// Middleware around every handler call, outermost first (see
     /// [`middleware`](super::middleware)).
     pub middleware: Vec<Arc<dyn Middleware>>,
+    /// Where announced changes travel: this process only ([`LocalChangeBus`], the default)
+    /// or every instance of a fleet.
+    pub change_bus: Arc<dyn ChangeBus>,
     /// Makes each multi round-trip flow complete at most once (needs sealing; see
     /// [`OneTimeStore`]). Off by default.
     pub one_time: Option<Arc<dyn OneTimeStore>>,
@@ -147,6 +151,13 @@ pub struct ServerConfig {
     /// (default [`DEFAULT_MAX_LISTEN_STREAMS`]). One more is refused with a `-32603` error
     /// naming the limit; each idle stream holds a connection and about 12 KiB.
     pub max_listen_streams: usize,
+    /// Runs tools as tasks (the tasks extension; advertised in `server/discover` when set).
+    /// Off by default; an [`McpServer`](super::McpServer) with a task tool turns it on.
+    pub tasks: Option<super::tasks::TaskConfig>,
+    /// OpenTelemetry spans and metrics (feature `otel`): on by default, through the global
+    /// providers; `None` turns them off.
+    #[cfg(feature = "otel")]
+    pub telemetry: Option<crate::otel::ServerTelemetry>,
 }
 
 /// The default of [`ServerConfig::max_listen_streams`].
@@ -166,9 +177,11 @@ impl fmt::Debug for ServerConfig {
             .field("principal", &self.principal)
             .field("legacy", &self.legacy)
             .field("middleware", &self.middleware.len())
+            .field("change_bus", &self.change_bus)
             .field("one_time", &self.one_time.is_some())
             .field("max_listen_streams", &self.max_listen_streams)
-            .finish()
+            .field("tasks", &self.tasks)
+            .finish_non_exhaustive()
     }
 }
 
@@ -202,8 +215,12 @@ impl ServerConfig {
             principal: None,
             legacy: LegacyConfig::default(),
             middleware: Vec::new(),
+            change_bus: Arc::new(LocalChangeBus::default()),
             one_time: None,
             max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
+            tasks: None,
+            #[cfg(feature = "otel")]
+            telemetry: Some(crate::otel::ServerTelemetry::global()),
         }
     }
 
@@ -272,11 +289,26 @@ impl ServerConfig {
         self
     }
 
+    /// Carries announced changes over `bus` (for example to every instance of a fleet)
+    /// instead of within this process only.
+    pub fn change_bus(mut self, bus: Arc<dyn ChangeBus>) -> Self {
+        self.change_bus = bus;
+        self
+    }
+
     /// Seals request state with `sealer` (for shared keys, another codec, another time to
     /// live): handlers write and read plaintext, the wire only sees sealed tokens, and every
     /// incoming `requestState` is verified.
     pub fn seal_request_state(mut self, sealer: StateSealer) -> Self {
         self.request_state = Some(sealer);
+        self
+    }
+
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ServerTelemetry>>) -> Self {
+        self.telemetry = telemetry.into();
         self
     }
 
@@ -292,6 +324,12 @@ impl ServerConfig {
     /// [`max_listen_streams`](Self::max_listen_streams)).
     pub fn max_listen_streams(mut self, limit: usize) -> Self {
         self.max_listen_streams = limit;
+        self
+    }
+
+    /// Runs tools as tasks with `tasks` (see [`tasks`](super::tasks)).
+    pub fn tasks(mut self, tasks: super::tasks::TaskConfig) -> Self {
+        self.tasks = Some(tasks);
         self
     }
 }

@@ -87,6 +87,8 @@ pub(crate) struct ContextInner {
     pub(crate) round: Round,
     /// The legacy session serving the request (`None` on the modern wire).
     pub(crate) legacy: Option<super::legacy::LegacyPeer>,
+    /// The server's tasks, on a `tools/call` of a server that runs them.
+    pub(crate) tasks: Option<super::tasks::TaskAccess>,
 }
 
 impl fmt::Debug for RequestContext {

@@ -40,6 +40,9 @@ pub struct CallParts {
     pub(crate) target: String,
     pub(crate) arguments: Value,
     pub(crate) input: InputState,
+    /// The task the call becomes if its work does not finish at once (a task tool, and a
+    /// client that declared the extension).
+    pub(crate) task: Option<crate::server::tasks::TaskSeat>,
 }
 
 impl fmt::Debug for CallParts {
@@ -66,6 +69,7 @@ impl CallParts {
             target,
             arguments: Value::Object(arguments.unwrap_or_default()),
             input,
+            task: None,
         }
     }
 

@@ -17,6 +17,7 @@
 //! | this one | writing a server: [`McpServer`], [`RequestContext`], [`Handler`], configuration |
 //! | [`extract`] | handler parameters: [`Args`](extract::Args), [`State`](extract::State), and writing your own extractor |
 //! | [`mrtr`] | multi round-trip requests: questions, answers, limits |
+//! | [`tasks`] | long-running tools: the tasks extension, task handles, task stores |
 //! | [`middleware`] | code around every handler call, on both eras |
 //! | [`connection`] | writing a transport: [`Connection`](connection::Connection), [`Reply`](connection::Reply) |
 
@@ -29,6 +30,7 @@ mod listed;
 mod mcp;
 mod mirror;
 mod note_channel;
+mod scope;
 mod subscriptions;
 mod wire;
 
@@ -36,6 +38,7 @@ pub mod connection;
 pub mod extract;
 pub mod middleware;
 pub mod mrtr;
+pub mod tasks;
 
 pub use crate::Outcome;
 pub use config::{CacheHint, CachePolicy, DEFAULT_MAX_LISTEN_STREAMS, PrincipalHook, ServerConfig};
@@ -50,7 +53,11 @@ pub use mcp::{
     RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate, UriTemplateError,
 };
 pub use mirror::MirroredParam;
-pub use subscriptions::{Change, ChangeNotifier};
+pub use scope::InsufficientScope;
+pub use subscriptions::{
+    Change, ChangeBus, ChangeNotifier, ChangeReceiver, ChangeRecvError, DEFAULT_CHANGE_BUFFER,
+    LocalChangeBus,
+};
 
 #[cfg(feature = "http")]
 pub(crate) use engine::encode_error;

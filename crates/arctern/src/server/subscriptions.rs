@@ -1,8 +1,10 @@
 //! `subscriptions/listen`: long-lived streams of list-change and resource-update
 //! notifications.
 
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use arctern_types::RequestId;
 use arctern_types::capabilities::ServerCapabilities;
@@ -30,24 +32,20 @@ pub enum Change {
     ResourceUpdated(Arc<str>),
 }
 
-/// Announces changes to every open `subscriptions/listen` stream that asked for them.
+/// Announces changes to every open `subscriptions/listen` stream that asked for them, and
+/// to every legacy session, through the server's [`ChangeBus`] (on every instance of a fleet
+/// when the bus is shared).
 ///
 /// Cheap to clone; sending with no open stream does nothing.
 #[derive(Debug, Clone)]
 pub struct ChangeNotifier {
-    tx: broadcast::Sender<Announced>,
+    bus: Arc<dyn ChangeBus>,
 }
 
 impl ChangeNotifier {
     /// Announces a change.
     pub fn notify(&self, change: Change) {
-        if self.tx.receiver_count() == 0 {
-            return;
-        }
-        // Rendered once here; each stream splices its subscription id into it.
-        let template = Arc::new(Template::of(&change));
-        // An error only means that the last stream closed meanwhile.
-        let _ = self.tx.send(Announced { change, template });
+        self.bus.publish(change);
     }
 
     /// `notifications/tools/list_changed`.
@@ -71,19 +69,105 @@ impl ChangeNotifier {
         self.notify(Change::ResourceUpdated(uri.into()));
     }
 
-    /// How many streams are open.
+    /// How many streams and sessions of this instance receive changes.
     pub fn listeners(&self) -> usize {
-        self.tx.receiver_count()
+        self.bus.local_receivers()
     }
 }
 
-/// A change as the channel carries it: with its notification rendered once, for every
-/// stream to splice its own subscription id into.
+/// Carries announced [`Change`]s to the `subscriptions/listen` streams and legacy sessions
+/// that receive them: within one process ([`LocalChangeBus`], the default), or across every
+/// instance of a fleet (a bus on a shared broker, such as the Redis one of the
+/// `arctern-redis` crate).
+///
+/// A shared bus should deliver a change published here to this instance's receivers at once
+/// (not through the broker), so that an outage of the broker only loses what crosses
+/// instances; [`LocalChangeBus`] is the local fan-out to build one on.
+pub trait ChangeBus: Send + Sync + fmt::Debug + 'static {
+    /// Announces `change` to every receiver, on this instance and, for a shared bus, on the
+    /// others. Never blocks; a change that cannot be sent is logged and dropped.
+    fn publish(&self, change: Change);
+
+    /// A receiver of every change published from now on, here or elsewhere.
+    fn subscribe(&self) -> ChangeReceiver;
+
+    /// How many receivers are open on this instance.
+    fn local_receivers(&self) -> usize;
+}
+
+/// Receives the changes of a [`ChangeBus`].
+#[derive(Debug)]
+pub struct ChangeReceiver {
+    rx: broadcast::Receiver<Change>,
+}
+
+/// Why [`ChangeReceiver::recv`] returned no change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChangeRecvError {
+    /// The receiver fell behind and this many changes were dropped: treat everything it
+    /// follows as changed.
+    #[error("missed {0} changes")]
+    Lagged(u64),
+    /// The bus is gone.
+    #[error("the change bus closed")]
+    Closed,
+}
+
+impl ChangeReceiver {
+    /// A receiver on a broadcast channel (what a bus built on [`LocalChangeBus`] hands out).
+    pub fn from_broadcast(rx: broadcast::Receiver<Change>) -> Self {
+        ChangeReceiver { rx }
+    }
+
+    /// The next change.
+    pub async fn recv(&mut self) -> Result<Change, ChangeRecvError> {
+        self.rx.recv().await.map_err(|e| match e {
+            broadcast::error::RecvError::Lagged(n) => ChangeRecvError::Lagged(n),
+            broadcast::error::RecvError::Closed => ChangeRecvError::Closed,
+        })
+    }
+}
+
+/// Default capacity of a [`LocalChangeBus`]: a receiver that falls further behind gets a
+/// conservative "everything you follow changed".
+pub const DEFAULT_CHANGE_BUFFER: usize = 256;
+
+/// The in-process [`ChangeBus`]: a broadcast channel. Changes reach the streams and sessions
+/// of this process only.
 #[derive(Debug, Clone)]
-pub(crate) struct Announced {
-    /// The change.
-    pub(crate) change: Change,
-    template: Arc<Template>,
+pub struct LocalChangeBus {
+    tx: broadcast::Sender<Change>,
+}
+
+impl Default for LocalChangeBus {
+    fn default() -> Self {
+        LocalChangeBus::new(DEFAULT_CHANGE_BUFFER)
+    }
+}
+
+impl LocalChangeBus {
+    /// A bus buffering up to `capacity` changes per receiver (at least 1).
+    pub fn new(capacity: usize) -> Self {
+        LocalChangeBus {
+            tx: broadcast::channel(capacity.max(1)).0,
+        }
+    }
+}
+
+impl ChangeBus for LocalChangeBus {
+    fn publish(&self, change: Change) {
+        // An error only means that no receiver is open.
+        let _ = self.tx.send(change);
+    }
+
+    fn subscribe(&self) -> ChangeReceiver {
+        ChangeReceiver::from_broadcast(self.tx.subscribe())
+    }
+
+    fn local_receivers(&self) -> usize {
+        self.tx.receiver_count()
+    }
 }
 
 /// A notification's bytes around the subscription id in its `_meta`.
@@ -96,20 +180,54 @@ struct Template {
 /// What follows the id: the end of `_meta`, of `params` and of the message.
 const TEMPLATE_TAIL: &[u8] = b"}}}";
 
+/// The list-change notifications, which never vary: rendered once per process.
+static TOOLS_CHANGED: LazyLock<Arc<Template>> = LazyLock::new(|| {
+    Arc::new(Template::new(
+        methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+        None,
+    ))
+});
+static PROMPTS_CHANGED: LazyLock<Arc<Template>> = LazyLock::new(|| {
+    Arc::new(Template::new(
+        methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+        None,
+    ))
+});
+static RESOURCES_CHANGED: LazyLock<Arc<Template>> = LazyLock::new(|| {
+    Arc::new(Template::new(
+        methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+        None,
+    ))
+});
+
+thread_local! {
+    /// Per thread: the last resource update rendered, with its URI. One update reaches every
+    /// stream as clones of the same `Change` (the bus carries changes, not bytes), so all
+    /// but the first stream a thread serves reuse its rendering.
+    static LAST_UPDATE: RefCell<Option<(Arc<str>, Arc<Template>)>> = const { RefCell::new(None) };
+}
+
 impl Template {
-    /// The notification of `change` (whether any stream asked for it is up to each stream).
-    fn of(change: &Change) -> Template {
+    /// The notification of `change` (whether any stream asked for it is up to each stream),
+    /// rendered once and shared (see [`LAST_UPDATE`]).
+    fn of(change: &Change) -> Arc<Template> {
         match change {
-            Change::ToolsListChanged => Self::new(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, None),
-            Change::PromptsListChanged => {
-                Self::new(methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED, None)
-            }
-            Change::ResourcesListChanged => {
-                Self::new(methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED, None)
-            }
-            Change::ResourceUpdated(uri) => {
-                Self::new(methods::NOTIFICATIONS_RESOURCES_UPDATED, Some(uri))
-            }
+            Change::ToolsListChanged => TOOLS_CHANGED.clone(),
+            Change::PromptsListChanged => PROMPTS_CHANGED.clone(),
+            Change::ResourcesListChanged => RESOURCES_CHANGED.clone(),
+            Change::ResourceUpdated(uri) => LAST_UPDATE.with_borrow_mut(|last| {
+                if let Some((seen, template)) = last
+                    && (Arc::ptr_eq(seen, uri) || **seen == **uri)
+                {
+                    return template.clone();
+                }
+                let template = Arc::new(Self::new(
+                    methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                    Some(uri),
+                ));
+                *last = Some((uri.clone(), template.clone()));
+                template
+            }),
         }
     }
 
@@ -160,13 +278,9 @@ pub(crate) fn listen_supported(caps: &ServerCapabilities) -> bool {
             .is_some_and(|r| r.list_changed == Some(true) || r.subscribe == Some(true))
 }
 
-/// Capacity of the change channel; a stream that falls further behind gets a conservative
-/// "everything you asked for changed".
-const CHANGE_BUFFER: usize = 256;
-
 #[derive(Debug)]
 pub(crate) struct ChangeBroker {
-    tx: broadcast::Sender<Announced>,
+    bus: Arc<dyn ChangeBus>,
     /// Open `subscriptions/listen` streams.
     open: Arc<AtomicUsize>,
 }
@@ -179,16 +293,16 @@ pub(crate) struct TooManyStreams {
 }
 
 impl ChangeBroker {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(bus: Arc<dyn ChangeBus>) -> Self {
         ChangeBroker {
-            tx: broadcast::channel(CHANGE_BUFFER).0,
+            bus,
             open: Arc::new(AtomicUsize::new(0)),
         }
     }
 
     /// A receiver of every change from now on (a legacy session's forwarder).
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Announced> {
-        self.tx.subscribe()
+    pub(crate) fn subscribe(&self) -> ChangeReceiver {
+        self.bus.subscribe()
     }
 
     /// Counts a stream about to open against `limit`; the slot frees when the guard drops.
@@ -203,7 +317,7 @@ impl ChangeBroker {
 
     pub(crate) fn notifier(&self) -> ChangeNotifier {
         ChangeNotifier {
-            tx: self.tx.clone(),
+            bus: self.bus.clone(),
         }
     }
 
@@ -234,7 +348,7 @@ impl ChangeBroker {
             id,
             id_json,
             filter: honoured,
-            rx: self.tx.subscribe(),
+            rx: self.bus.subscribe(),
             shutdown,
             encoder,
             ack: Some(ack),
@@ -261,7 +375,7 @@ struct ListenState {
     /// The id as JSON, spliced into every notification.
     id_json: Vec<u8>,
     filter: SubscriptionFilter,
-    rx: broadcast::Receiver<Announced>,
+    rx: ChangeReceiver,
     shutdown: CancellationToken,
     encoder: Encoder,
     ack: Option<Bytes>,
@@ -288,25 +402,25 @@ impl ListenState {
                     return Some((bytes, self));
                 }
                 change = self.rx.recv() => match change {
-                    Ok(announced) => {
-                        if let Some(msg) = self.render(&announced) {
+                    Ok(change) => {
+                        if let Some(msg) = self.render(&change) {
                             return Some((msg, self));
                         }
                     }
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    Err(ChangeRecvError::Lagged(missed)) => {
                         tracing::warn!(missed, "a subscription stream fell behind; announcing every list it follows as changed");
                         self.pending = self.everything_changed();
                     }
-                    Err(broadcast::error::RecvError::Closed) => return None,
+                    Err(ChangeRecvError::Closed) => return None,
                 },
             }
         }
     }
 
-    /// The announcement's notification with this stream's id, if the stream follows it.
-    fn render(&self, announced: &Announced) -> Option<Bytes> {
+    /// The change's notification with this stream's id, if the stream follows it.
+    fn render(&self, change: &Change) -> Option<Bytes> {
         let f = &self.filter;
-        let follows = match &announced.change {
+        let follows = match change {
             Change::ToolsListChanged => f.tools_list_changed == Some(true),
             Change::PromptsListChanged => f.prompts_list_changed == Some(true),
             Change::ResourcesListChanged => f.resources_list_changed == Some(true),
@@ -317,7 +431,7 @@ impl ListenState {
                 .iter()
                 .any(|s| covers(s, uri)),
         };
-        follows.then(|| announced.template.splice(&self.id_json))
+        follows.then(|| Template::of(change).splice(&self.id_json))
     }
 
     fn everything_changed(&self) -> Vec<Bytes> {
@@ -429,6 +543,15 @@ mod tests {
             );
             let spliced = Template::of(&Change::ToolsListChanged).splice(&id_json);
             let built = notification(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, &id, None);
+            assert_eq!(spliced, built);
+            // Another URI is rendered anew, not served the remembered one.
+            let other = "file:///b";
+            let spliced = Template::of(&Change::ResourceUpdated(other.into())).splice(&id_json);
+            let built = notification(
+                methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                &id,
+                Some(("uri", Value::String(other.into()))),
+            );
             assert_eq!(spliced, built);
         }
     }

@@ -87,6 +87,9 @@ wire_params!(
     arctern_types::resources::ReadResourceRequestParams, name: uri, mrtr: ();
     arctern_types::completion::CompleteRequestParams;
     arctern_types::subscriptions::SubscriptionsListenRequestParams;
+    arctern_types::tasks::GetTaskRequestParams, name: task_id;
+    arctern_types::tasks::UpdateTaskRequestParams, name: task_id;
+    arctern_types::tasks::CancelTaskRequestParams, name: task_id;
 );
 
 impl Request {
@@ -269,6 +272,9 @@ wire_result!(
     arctern_types::prompts::GetPromptResult,
     arctern_types::completion::CompleteResult,
     arctern_types::mrtr::InputRequiredResult,
+    arctern_types::result::EmptyResult,
+    arctern_types::tasks::CreateTaskResult,
+    arctern_types::tasks::GetTaskResult,
 );
 
 cacheable_result!(

@@ -15,9 +15,9 @@ use super::key::{KeyId, KeyRing};
 /// Version byte of the token format written by [`XChaChaCodec`].
 pub const TOKEN_FORMAT_VERSION: u8 = 1;
 /// XChaCha20-Poly1305 nonce length (192 bits).
-const NONCE_LEN: usize = 24;
+pub(super) const NONCE_LEN: usize = 24;
 /// Poly1305 tag length.
-const TAG_LEN: usize = 16;
+pub(super) const TAG_LEN: usize = 16;
 
 /// Turns the bytes to protect into an opaque token string, and back.
 ///
@@ -131,7 +131,7 @@ impl XChaChaCodec {
 /// the first 16 nonce bytes, then RFC 8439 ChaCha20-Poly1305 under that subkey with the nonce
 /// `0⁴ ‖ nonce[16..24]`. Both halves come from vetted implementations: HChaCha20 from RustCrypto's
 /// `chacha20`, the AEAD from `ring`, whose short-message performance the sealer depends on.
-fn aead_key(key: &[u8; 32], nonce: &[u8; NONCE_LEN]) -> (LessSafeKey, Nonce) {
+pub(super) fn aead_key(key: &[u8; 32], nonce: &[u8; NONCE_LEN]) -> (LessSafeKey, Nonce) {
     let mut prefix = [0u8; 16];
     prefix.copy_from_slice(&nonce[..16]);
     let mut subkey = chacha20::hchacha::<chacha20::R20>(key.into(), &prefix.into());

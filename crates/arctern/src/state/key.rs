@@ -78,6 +78,14 @@ pub enum KeyError {
     /// The operating system's random number generator failed.
     #[error("the operating system random number generator failed")]
     Rng,
+    /// A key file could not be read.
+    #[error("cannot read the request-state key file {path}: {reason}")]
+    File {
+        /// The file.
+        path: String,
+        /// Why (the operating system's message).
+        reason: String,
+    },
 }
 
 /// The identifier of a key, carried in clear in every token so the right key of a

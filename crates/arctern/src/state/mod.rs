@@ -61,7 +61,8 @@
 //! 1     principal flag: 0 none, 1 bound; if 1:
 //!   8   random salt
 //!   16  SHA-256(label ‖ salt ‖ SHA-256(label ‖ principal)), truncated
-//! …     payload: round, handler state, carried answers (JSON), question pins
+//! …     payload: round, handler state, flow id and start, the first round's trace
+//!       context (trace id, span id, flags), carried answers (JSON), question pins
 //! ```
 //!
 //! Fields an attacker can choose freely (target, arguments) get full 256-bit digests; the
@@ -84,18 +85,27 @@
 mod clock;
 mod codec;
 mod digest;
+mod envelope;
 mod key;
 mod payload;
+mod reload;
 mod sealer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codec::{CodecError, StateCodec, TOKEN_FORMAT_VERSION, UnsealError, XChaChaCodec};
 pub(crate) use digest::args_digest_of_object;
 pub use digest::{ArgsDigest, QuestionDigest, args_digest, canonical_json, question_digest};
+pub use envelope::{
+    DataKey, ENVELOPE_FORMAT_VERSION, EnvelopeCodec, EnvelopeConfig, KeyService, KeyServiceError,
+    LocalKeyService, MAX_WRAPPED_KEY_LEN,
+};
 pub use key::{
     KeyError, KeyId, KeyRing, MAX_KEY_ID_LEN, MAX_KEY_MATERIAL_LEN, MIN_KEY_MATERIAL_LEN, StateKey,
 };
-pub use payload::{Flow, FlowId, InvalidFlowId, StatePayload};
+pub use payload::{Flow, FlowId, FlowTrace, InvalidFlowId, StatePayload};
+#[cfg(unix)]
+pub use reload::ReloadOnSignal;
+pub use reload::{KeySource, ReloadableKeyRing};
 pub use sealer::{
     ConfigError, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_TOKEN_LEN, DEFAULT_TTL, INVALID_STATE_MESSAGE,
     MAX_TTL, MIN_MAX_TOKEN_LEN, RejectReason, SealError, StateBinding, StateRejection, StateSealer,

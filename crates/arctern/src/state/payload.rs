@@ -27,6 +27,9 @@ pub struct StatePayload {
     pub round: u32,
     /// The flow these rounds belong to, minted in its first round.
     pub flow: Option<Flow>,
+    /// The trace context of the flow's first round, when it was traced: later rounds link
+    /// to it. Sealed like the rest, so the client never sees it.
+    pub trace: Option<FlowTrace>,
 }
 
 /// The identity of one multi round-trip flow: random, minted in the flow's first round,
@@ -121,6 +124,19 @@ impl Flow {
     }
 }
 
+/// The W3C trace context of a flow's first round (its server span), as the request state
+/// carries it: no OpenTelemetry types, so the token format is the same with or without the
+/// `otel` feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowTrace {
+    /// The trace id (16 bytes, never all zero when valid).
+    pub trace_id: [u8; 16],
+    /// The span id of the first round's server span (8 bytes).
+    pub span_id: [u8; 8],
+    /// The W3C trace flags (bit 0: sampled).
+    pub flags: u8,
+}
+
 impl StatePayload {
     /// An empty payload (round 0, no state, no answers, no pins).
     pub fn new() -> Self {
@@ -138,6 +154,7 @@ impl StatePayload {
 
 const FLAG_STATE: u8 = 0b0000_0001;
 const FLAG_FLOW: u8 = 0b0000_0010;
+const FLAG_TRACE: u8 = 0b0000_0100;
 
 /// Deepest JSON nesting carried in answers (twice serde_json's parser limit of 128, so any
 /// parsed answer fits).
@@ -167,9 +184,11 @@ const T_OBJECT: u8 = 8;
 ///
 /// ```text
 /// u32  round
-/// u8   flags (bit 0: state present; bit 1: flow present; other bits zero)
+/// u8   flags (bit 0: state present; bit 1: flow present; bit 2: trace present; other
+///      bits zero)
 /// [u32 len, bytes]    state, UTF-8, when present
 /// [16 bytes, u64]     flow id and start (Unix milliseconds), when present
+/// [16, 8, 1 bytes]    trace id, span id and trace flags of the first round, when present
 /// object              answers (see below)
 /// u16 count, then per pin: u16 len, key bytes (UTF-8), 32-byte question digest
 /// ```
@@ -185,7 +204,12 @@ pub(crate) fn encode(payload: &StatePayload, out: &mut Vec<u8>) -> Result<(), En
         FLAG_STATE
     } else {
         0
-    } | if payload.flow.is_some() { FLAG_FLOW } else { 0 };
+    } | if payload.flow.is_some() { FLAG_FLOW } else { 0 }
+        | if payload.trace.is_some() {
+            FLAG_TRACE
+        } else {
+            0
+        };
     out.push(flags);
     if let Some(state) = &payload.state {
         put_str(out, state)?;
@@ -193,6 +217,11 @@ pub(crate) fn encode(payload: &StatePayload, out: &mut Vec<u8>) -> Result<(), En
     if let Some(flow) = &payload.flow {
         out.extend_from_slice(flow.id.as_bytes());
         out.extend_from_slice(&flow.started_unix_ms.to_be_bytes());
+    }
+    if let Some(trace) = &payload.trace {
+        out.extend_from_slice(&trace.trace_id);
+        out.extend_from_slice(&trace.span_id);
+        out.push(trace.flags);
     }
     put_object(out, &payload.answers, 0)?;
     let count = u16::try_from(payload.asked.len()).map_err(|_| EncodeError::TooLarge)?;
@@ -208,7 +237,7 @@ pub(crate) fn encode(payload: &StatePayload, out: &mut Vec<u8>) -> Result<(), En
 
 /// A rough size of the framing, to size buffers once.
 pub(crate) fn size_hint(payload: &StatePayload) -> usize {
-    let state = payload.state.as_ref().map_or(0, |s| 4 + s.len()) + 24;
+    let state = payload.state.as_ref().map_or(0, |s| 4 + s.len()) + 24 + 25;
     let answers = payload.answers.len() * 48;
     let asked: usize = payload.asked.keys().map(|k| 34 + k.len()).sum();
     4 + 1 + state + 4 + answers + 2 + asked
@@ -285,7 +314,7 @@ pub(crate) fn decode(input: &[u8]) -> Option<StatePayload> {
     let mut r = Reader(input);
     let round = u32::from_be_bytes(r.array()?);
     let flags = r.byte()?;
-    if flags & !(FLAG_STATE | FLAG_FLOW) != 0 {
+    if flags & !(FLAG_STATE | FLAG_FLOW | FLAG_TRACE) != 0 {
         return None;
     }
     let state = if flags & FLAG_STATE != 0 {
@@ -297,6 +326,15 @@ pub(crate) fn decode(input: &[u8]) -> Option<StatePayload> {
         Some(Flow {
             id: FlowId::from_bytes(r.array()?),
             started_unix_ms: u64::from_be_bytes(r.array()?),
+        })
+    } else {
+        None
+    };
+    let trace = if flags & FLAG_TRACE != 0 {
+        Some(FlowTrace {
+            trace_id: r.array()?,
+            span_id: r.array()?,
+            flags: r.byte()?,
         })
     } else {
         None
@@ -321,6 +359,7 @@ pub(crate) fn decode(input: &[u8]) -> Option<StatePayload> {
         asked,
         round,
         flow,
+        trace,
     })
 }
 
@@ -441,6 +480,43 @@ mod tests {
         roundtrip(&p);
         p.state = None;
         roundtrip(&p);
+        p.trace = Some(FlowTrace {
+            trace_id: [0x4b; 16],
+            span_id: [0x7a; 8],
+            flags: 1,
+        });
+        roundtrip(&p);
+        p.flow = None;
+        p.state = Some("s".into());
+        roundtrip(&p);
+    }
+
+    #[test]
+    fn a_trace_costs_25_bytes_and_sits_after_the_flow() {
+        let mut p = StatePayload::new();
+        p.flow = Some(Flow {
+            id: FlowId::from_bytes([1; 16]),
+            started_unix_ms: 7,
+        });
+        let mut without = Vec::new();
+        encode(&p, &mut without).unwrap();
+        p.trace = Some(FlowTrace {
+            trace_id: [2; 16],
+            span_id: [3; 8],
+            flags: 1,
+        });
+        let mut with = Vec::new();
+        encode(&p, &mut with).unwrap();
+        assert_eq!(with.len(), without.len() + 25);
+        assert_eq!(with[4], FLAG_FLOW | FLAG_TRACE);
+        // round(4) flags(1) flow(24), then the trace.
+        assert_eq!(&with[29..45], &[2; 16]);
+        assert_eq!(&with[45..53], &[3; 8]);
+        assert_eq!(with[53], 1);
+        // The flag without the bytes is refused.
+        let mut flag_only = without.clone();
+        flag_only[4] |= FLAG_TRACE;
+        assert!(decode(&flag_only).is_none());
     }
 
     #[test]
@@ -520,7 +596,9 @@ mod tests {
     fn unknown_flags_rejected() {
         let mut buf = Vec::new();
         encode(&StatePayload::default(), &mut buf).unwrap();
-        buf[4] = 0b100;
-        assert!(decode(&buf).is_none());
+        for bit in [0b1000, 0b1000_0000] {
+            buf[4] = bit;
+            assert!(decode(&buf).is_none());
+        }
     }
 }

@@ -110,6 +110,7 @@ impl<'a> Replay<'a> {
         let continuation = Continuation {
             input_responses: self.answers,
             request_state: self.state,
+            ..Continuation::default()
         };
         let arguments = self.arguments.unwrap_or(Value::Null);
         let client = self.client.client();

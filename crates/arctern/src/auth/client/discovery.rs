@@ -21,6 +21,10 @@ pub(crate) struct ResourceMetadata {
     pub(crate) authorization_servers: Vec<String>,
     #[serde(default)]
     pub(crate) scopes_supported: Option<Vec<String>>,
+    /// The DPoP proof algorithms the resource accepts (RFC 9728 §2); absent when it takes
+    /// bearer tokens only.
+    #[serde(default)]
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// Authorization server metadata (RFC 8414 / OpenID Connect), the fields the client uses.

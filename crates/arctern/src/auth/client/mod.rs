@@ -354,9 +354,9 @@ impl OAuthBuilder {
         self
     }
 
-    /// Whether DPoP (RFC 9449) is used when the authorization server supports it (it lists
-    /// `ES256` in `dpop_signing_alg_values_supported`) or the server challenges with the
-    /// `DPoP` scheme (default on). Tokens are then bound to a key made for them (ES256,
+    /// Whether DPoP (RFC 9449) is used when the server challenges with the `DPoP` scheme,
+    /// or when both the server (its protected resource metadata) and the authorization
+    /// server list `ES256` in `dpop_signing_alg_values_supported` (default on). Tokens are then bound to a key made for them (ES256,
     /// kept with the tokens in the credential store, so that a stored token stays usable),
     /// every request carries a fresh proof with `ath`, and the servers' nonces are honoured.
     pub fn dpop(mut self, enabled: bool) -> Self {
@@ -663,7 +663,7 @@ impl OAuth {
             limits,
         )
         .await?;
-        let (metadata, resource, prm_scopes) = match found {
+        let (metadata, resource, prm_scopes, resource_takes_dpop) = match found {
             Some((url, prm)) => {
                 let resource = prm.resource.clone().ok_or_else(|| {
                     auth_error(format!(
@@ -689,7 +689,11 @@ impl OAuth {
                             "the authorization server {issuer} publishes no metadata"
                         ))
                     })?;
-                (metadata, resource, prm.scopes_supported)
+                let takes_dpop = prm
+                    .dpop_signing_alg_values_supported
+                    .as_ref()
+                    .is_some_and(|algs| algs.iter().any(|a| a == "ES256"));
+                (metadata, resource, prm.scopes_supported, takes_dpop)
             }
             None => {
                 // A 2025-03-26 server: its origin is the authorization server.
@@ -697,7 +701,12 @@ impl OAuth {
                 let metadata = discovery::server_metadata(fetcher, &origin, limits)
                     .await?
                     .unwrap_or_else(|| discovery::fallback_metadata(&origin));
-                (metadata, discovery::canonical_resource(endpoint)?, None)
+                (
+                    metadata,
+                    discovery::canonical_resource(endpoint)?,
+                    None,
+                    false,
+                )
             }
         };
 
@@ -724,12 +733,16 @@ impl OAuth {
             state.refreshed = None;
         }
 
+        // DPoP when the resource asks for it (its challenge), or when both the resource and
+        // the authorization server support it: a DPoP-bound token is useless at a resource
+        // that takes bearer tokens only.
         let wants_dpop = self.shared.config.dpop
             && (params.scheme == "dpop"
-                || metadata
-                    .dpop_signing_alg_values_supported
-                    .as_ref()
-                    .is_some_and(|algs| algs.iter().any(|a| a == "ES256")));
+                || (resource_takes_dpop
+                    && metadata
+                        .dpop_signing_alg_values_supported
+                        .as_ref()
+                        .is_some_and(|algs| algs.iter().any(|a| a == "ES256"))));
         if !wants_dpop {
             state.dpop_key = None;
         } else if state.dpop_key.is_none() {

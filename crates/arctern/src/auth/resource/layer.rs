@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use http::header::{
     ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
     ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, ACCESS_CONTROL_REQUEST_HEADERS,
-    ACCESS_CONTROL_REQUEST_METHOD, AUTHORIZATION, ORIGIN, VARY,
+    ACCESS_CONTROL_REQUEST_METHOD, AUTHORIZATION, ORIGIN, VARY, WWW_AUTHENTICATE,
 };
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
@@ -19,7 +19,7 @@ use http_body_util::Full;
 use super::dpop::Proof;
 use super::token::{AuthError, VerifiedToken};
 use super::{DPOP_NONCE, ProtectedResource};
-use crate::server::Principal;
+use crate::server::{InsufficientScope, Principal};
 
 const EXPOSED: HeaderValue =
     HeaderValue::from_static("WWW-Authenticate, DPoP-Nonce, Mcp-Session-Id, Mcp-Protocol-Version");
@@ -363,6 +363,15 @@ where
                     let mut response = response.map(|b| AuthBody {
                         kind: Kind::Inner { body: b },
                     });
+                    // A call refused for its scopes (403 from the MCP service): the
+                    // challenge names every scope the operation needs, the resource's own
+                    // included.
+                    if let Some(refusal) = response.extensions_mut().remove::<InsufficientScope>() {
+                        let error = resource.operation_scopes(refusal.scopes());
+                        for value in resource.challenges(&error, dpop) {
+                            response.headers_mut().append(WWW_AUTHENTICATE, value);
+                        }
+                    }
                     if dpop
                         && let Some(d) = &resource.inner.dpop
                         && d.config.nonces
@@ -405,9 +414,15 @@ pin_project_lite::pin_project! {
 }
 
 impl<B> AuthBody<B> {
-    fn full(body: Full<Bytes>) -> Self {
+    pub(crate) fn full(body: Full<Bytes>) -> Self {
         AuthBody {
             kind: Kind::Full { body },
+        }
+    }
+
+    pub(crate) fn inner(body: B) -> Self {
+        AuthBody {
+            kind: Kind::Inner { body },
         }
     }
 }

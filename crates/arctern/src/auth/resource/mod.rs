@@ -288,6 +288,18 @@ impl ProtectedResource {
         self.error_response(&error, false)
     }
 
+    /// The refusal of an operation that needs `scopes`: those and the scopes every request
+    /// needs, each once.
+    pub(crate) fn operation_scopes(&self, scopes: &[String]) -> AuthError {
+        let mut all = self.inner.required_scopes.clone();
+        for scope in scopes {
+            if !all.contains(scope) {
+                all.push(scope.clone());
+            }
+        }
+        AuthError::InsufficientScope(all)
+    }
+
     pub(crate) fn verifier(&self) -> &dyn TokenVerifier {
         &*self.inner.verifier
     }

@@ -85,6 +85,45 @@ impl VerifiedToken {
     }
 }
 
+/// A handler parameter: the caller's verified token. A call without one (no
+/// protected-resource layer in front, or another transport) is rejected; take
+/// `Option<VerifiedToken>` to serve it anyway.
+///
+/// ```
+/// use arctern::auth::resource::VerifiedToken;
+///
+/// async fn whoami(token: VerifiedToken) -> String {
+///     format!("{} ({}) from {} with {}", token.subject, token.client_id.unwrap_or_default(), token.issuer, token.scopes.join(" "))
+/// }
+/// let server = arctern::server::McpServer::new("demo").tool("whoami", "Who is calling.", whoami);
+/// # let _ = server;
+/// ```
+impl<S> crate::server::extract::FromCall<S> for VerifiedToken {
+    fn from_call(
+        parts: &mut crate::server::extract::CallParts,
+        _state: &S,
+    ) -> crate::server::extract::Extracted<Self> {
+        use crate::server::extract::{Extracted, Rejection};
+        match parts.context().extensions().get::<VerifiedToken>() {
+            Some(token) => Extracted::Ready(token.clone()),
+            None => Extracted::Rejected(Rejection::new(
+                "This call needs an authenticated caller, and none was established",
+            )),
+        }
+    }
+}
+
+impl<S> crate::server::extract::FromCall<S> for Option<VerifiedToken> {
+    fn from_call(
+        parts: &mut crate::server::extract::CallParts,
+        _state: &S,
+    ) -> crate::server::extract::Extracted<Self> {
+        crate::server::extract::Extracted::Ready(
+            parts.context().extensions().get::<VerifiedToken>().cloned(),
+        )
+    }
+}
+
 /// Why a request was refused: what the protected-resource layer answers, as RFC 6750 §3.1
 /// and RFC 9449 §7.1 say.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -32,7 +32,8 @@ pub enum Reply {
 }
 
 /// What kind of message a [`Reply::Message`] is. Only the HTTP transport cares: it answers
-/// `Response` with 200, `Invalid` with 400 and `UnknownMethod` with 404.
+/// `Response` with 200, `Invalid` with 400, `UnknownMethod` with 404 and
+/// `InsufficientScope` with 403.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum MessageKind {
@@ -44,6 +45,9 @@ pub enum MessageKind {
     Invalid,
     /// The method does not exist, or the server does not offer it.
     UnknownMethod,
+    /// The call was refused because the caller's token lacks scopes it needs (the error
+    /// is an [`InsufficientScope`](crate::server::InsufficientScope)).
+    InsufficientScope,
 }
 
 impl Reply {

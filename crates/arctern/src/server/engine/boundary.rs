@@ -25,7 +25,8 @@ use serde_json::{Map, Value};
 use crate::server::mrtr::{MrtrLimits, Round, digest_of};
 use crate::server::wire::MrtrParams;
 use crate::state::{
-    QuestionDigest, RejectReason, StateBinding, StatePayload, StateRejection, StateSealer,
+    FlowTrace, QuestionDigest, RejectReason, StateBinding, StatePayload, StateRejection,
+    StateSealer,
 };
 
 /// What the boundary keeps of a request between opening its state and closing its round.
@@ -39,6 +40,9 @@ pub(crate) struct Carried {
     pins: BTreeMap<String, QuestionDigest>,
     /// The round the request is.
     number: u32,
+    /// The trace context of the flow's first round: carried from the state, or set by the
+    /// telemetry while the first round runs.
+    pub(crate) trace: Option<FlowTrace>,
 }
 
 /// How the state of a multi round-trip call travels between rounds.
@@ -75,12 +79,13 @@ impl Boundary<'_> {
     /// and every answer so far) and returns the round.
     ///
     /// `previous` is the legacy shim's state of the previous round; on the modern wire the
-    /// state comes from `params`. Fails only for a rejected token, with the fixed error.
+    /// state comes from `params`. Fails only for a rejected token (whose error object is
+    /// the one fixed error).
     pub(crate) fn open(
         &self,
         params: &mut dyn MrtrParams,
         previous: Option<NextRound>,
-    ) -> Result<(Round, Carried), ErrorObject> {
+    ) -> Result<(Round, Carried), StateRejection> {
         let payload = match self {
             Boundary::Open => return Ok((Round::default(), Carried::default())),
             Boundary::Legacy => {
@@ -95,14 +100,13 @@ impl Boundary<'_> {
             }
             Boundary::Sealed(sealer, binding) => match params.request_state_mut().take() {
                 Some(token) => {
+                    // The engine binds before opening a token; were it ever not to, the token
+                    // opens for no one (fail closed) rather than unchecked.
                     let Some(binding) = binding else {
                         tracing::error!("a request state arrived before its binding was set");
-                        return Err(unbound());
+                        return Err(StateRejection::new(RejectReason::WrongPrincipal));
                     };
-                    match sealer.open(&token, binding) {
-                        Ok(payload) => Some(payload),
-                        Err(rejection) => return Err(rejection.to_error_object()),
-                    }
+                    sealer.open(&token, binding).map(Some)?
                 }
                 None => None,
             },
@@ -121,6 +125,7 @@ impl Boundary<'_> {
             asked: pins,
             round,
             flow,
+            trace,
         } = payload;
         // Fresh answers: only to keys the previous round asked (pinned, and not carried).
         let mut fresh = params.input_responses_mut().take().unwrap_or_default();
@@ -150,6 +155,7 @@ impl Boundary<'_> {
             fresh,
             pins: pins.clone(),
             number: round,
+            trace,
         };
         Ok((Round::verified(round, pins, flow), carried))
     }
@@ -234,6 +240,7 @@ impl Boundary<'_> {
             asked: pins,
             round: carried.number.saturating_add(1),
             flow: Some(flow),
+            trace: carried.trace,
         };
         match self {
             Boundary::Sealed(_, None) => {

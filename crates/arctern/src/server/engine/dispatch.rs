@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::boundary::{Boundary, Carried, NextRound, malformed_state};
 use super::encode::{encode_empty, encode_error, encode_legacy_result, encode_legacy_shared};
 use super::envelope::envelope_only;
+use super::observe::{Observation, target_kind};
 use super::{Method, Server};
 use crate::Era;
 use crate::Outcome;
@@ -37,8 +38,13 @@ use crate::server::listed::{ListResult, Listed, ListedForm};
 use crate::server::middleware::{self, Call, Next, Request, Response};
 use crate::server::mrtr::{Claim, OneTimeStore, Round};
 use crate::server::note_channel;
+use crate::server::tasks::{TaskAccess, declares_extension, missing_extension};
 use crate::server::wire::{WireParams, WireResult};
 use crate::state::{FlowId, RejectReason, StateBinding, StateRejection};
+use arctern_types::result::EmptyResult;
+use arctern_types::tasks::{
+    CancelTaskRequestParams, GetTaskRequestParams, GetTaskResult, UpdateTaskRequestParams,
+};
 
 /// Buffer of request-scoped messages before a slow client pushes back on the handler.
 const NOTIFICATION_BUFFER: usize = 64;
@@ -53,7 +59,7 @@ pub(crate) enum Served {
 }
 
 impl Served {
-    fn era(&self) -> Era {
+    pub(crate) fn era(&self) -> Era {
         match self {
             Served::Modern => Era::Modern,
             Served::Legacy(_) => Era::Legacy,
@@ -151,6 +157,27 @@ impl<H: Handler> Server<H> {
             id, method, params, ..
         } = request;
         let raw = params.as_deref();
+        let mut obs = self.observe(era, origin.transport, &method, &id);
+        let reply = self
+            .route(era, id, &method, raw, origin, scope, &mut obs)
+            .await;
+        // A call that reached the handler path took the observation along with its answer.
+        obs.finish_reply(&reply, raw);
+        reply
+    }
+
+    /// Routes a request to its method.
+    #[allow(clippy::too_many_arguments)]
+    async fn route(
+        &self,
+        era: &Served,
+        id: RequestId,
+        method: &str,
+        raw: Option<&RawValue>,
+        origin: RequestOrigin,
+        scope: Scope<'_>,
+        obs: &mut Observation,
+    ) -> Reply {
         // An HTTP request must name its protocol version in a header.
         if let (Served::Modern, Some(h)) = (era, origin.headers.as_ref())
             && h.protocol_version.is_none()
@@ -160,15 +187,15 @@ impl<H: Handler> Server<H> {
                 &ErrorObject::header_mismatch("Missing MCP-Protocol-Version header"),
             );
         }
-        let resolved = Method::parse(&method, era.era())
-            .filter(|m| m.allowed(&self.inner.config.capabilities));
+        let resolved =
+            Method::parse(method, era.era()).filter(|m| m.allowed(&self.inner.config.capabilities));
         let Some(resolved) = resolved else {
-            return self.unknown_method(era, id, &method, raw, &origin);
+            return self.unknown_method(era, id, method, raw, &origin);
         };
         // A method the handler serves: its params, wrapped for the middleware and handler.
         macro_rules! call {
             ($request:path) => {
-                self.serve_call(era, id, resolved, raw, origin, &scope, $request)
+                self.serve_call(era, id, resolved, raw, origin, &scope, obs, $request)
                     .await
             };
         }
@@ -182,7 +209,7 @@ impl<H: Handler> Server<H> {
             | Method::Unsubscribe => match era {
                 Served::Legacy(session) => session_method(self, session, id, resolved, raw),
                 // The table gives these methods to legacy sessions only.
-                Served::Modern => self.unknown_method(era, id, &method, raw, &origin),
+                Served::Modern => self.unknown_method(era, id, method, raw, &origin),
             },
             Method::ToolsList => call!(Request::ListTools),
             Method::ToolsCall => call!(Request::CallTool),
@@ -192,6 +219,9 @@ impl<H: Handler> Server<H> {
             Method::ResourceTemplatesList => call!(Request::ListResourceTemplates),
             Method::ResourcesRead => call!(Request::ReadResource),
             Method::Complete => call!(Request::Complete),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => {
+                self.serve_task(id, resolved, raw, origin).await
+            }
         }
     }
 
@@ -235,12 +265,19 @@ impl<H: Handler> Server<H> {
         raw: Option<&RawValue>,
         origin: RequestOrigin,
         scope: &Scope<'_>,
+        obs: &mut Observation,
         wrap: fn(P) -> Request,
     ) -> Reply {
         let (params, meta) = match self.read_params::<P>(era, method, raw, &origin) {
             Ok(read) => read,
             Err(reply) => return reply(id),
         };
+        // From here the answer comes from the future below, which ends the observation.
+        let mut obs = std::mem::take(obs);
+        if let (Some(kind), Some(target)) = (target_kind(method), params.mirrored_name()) {
+            obs.target(kind, target);
+        }
+        obs.envelope(&meta);
         let (sink, rx) = if method.may_notify() {
             let (tx, rx) = note_channel::channel(NOTIFICATION_BUFFER);
             (Some(NotificationSink::new(tx)), Some(rx))
@@ -275,8 +312,15 @@ impl<H: Handler> Server<H> {
             // client went away or cancelled), so work the handler spawned hears about it.
             let cancel_on_drop = seed.cancel.clone().drop_guard();
             let id = seed.id.clone();
-            let answered = this.call(&era, seed, params, wrap).await;
+            let answered = this.call(&era, seed, params, wrap, &mut obs).await;
             cancel_on_drop.disarm();
+            match &answered {
+                Ok(response) => {
+                    obs.answered(response.is_input_required(), response.is_tool_error())
+                }
+                Err(Refused::Invalid(e) | Refused::Error(e)) => obs.failed(e),
+            }
+            obs.finish();
             match answered {
                 Ok(response) => (this.encode(&era, &id, response), MessageKind::Response),
                 Err(Refused::Invalid(e)) => (encode_error(Some(&id), &e), MessageKind::Invalid),
@@ -374,6 +418,7 @@ impl<H: Handler> Server<H> {
         seed: Seed,
         mut params: P,
         wrap: fn(P) -> Request,
+        obs: &mut Observation,
     ) -> Result<Response, Refused> {
         // The binding is computed when it is first needed: now for a request that carries a
         // token (to open it), after the handler for one that asks (to seal); a copy of what
@@ -392,8 +437,19 @@ impl<H: Handler> Server<H> {
             }
             _ => Boundary::Open,
         };
-        let (round, carried) = match params.mrtr() {
-            Some(mrtr) => boundary.open(mrtr, None).map_err(Refused::Invalid)?,
+        let (round, mut carried) = match params.mrtr() {
+            Some(mrtr) => match boundary.open(mrtr, None) {
+                Ok((round, carried)) => {
+                    // A first round's flow is minted only if it asks for input.
+                    let started = (round.number() > 0).then(|| round.flow_started()).flatten();
+                    obs.round(round.number(), started, carried.trace);
+                    (round, carried)
+                }
+                Err(rejection) => {
+                    obs.rejected(rejection.reason());
+                    return Err(Refused::Invalid(rejection.to_error_object()));
+                }
+            },
             None => (Round::default(), Carried::default()),
         };
         let request = wrap(params);
@@ -401,14 +457,27 @@ impl<H: Handler> Server<H> {
             Served::Legacy(session) if request_is_mrtr(&request) => {
                 // Boxed: the shim's rounds are a large future, and inline they would make
                 // every call's future as large, and its move to the heap as costly.
-                Box::pin(self.legacy_rounds(session, seed, request, round, carried)).await
+                let rounds = Box::pin(self.legacy_rounds(session, seed, request, round, carried));
+                obs.instrument(rounds).await
             }
             _ => {
                 let client = client_capabilities(&seed.meta);
-                let claim = self.claim_flow(&boundary, &round).await?;
+                let claim = match self.claim_flow(&boundary, &round).await {
+                    Ok(claim) => claim,
+                    Err(refused) => {
+                        if let Refused::Invalid(_) = refused {
+                            obs.rejected(RejectReason::Replayed);
+                        }
+                        return Err(refused);
+                    }
+                };
                 let method = seed.method;
                 let ctx = self.context(seed, round);
-                let mut answered = self.invoke(ctx.clone(), request).await;
+                let mut answered = obs.instrument(self.invoke(ctx.clone(), request)).await;
+                if carried.trace.is_none() && matches!(&answered, Ok(r) if r.is_input_required()) {
+                    // Later rounds link to this first one.
+                    carried.trace = obs.first_round_trace();
+                }
                 if let Ok(response) = &mut answered
                     && let Some(ask) = response.input_required_mut()
                 {
@@ -507,7 +576,7 @@ impl<H: Handler> Server<H> {
             *mrtr.input_responses_mut() = Some(responses);
             (round, carried) = Boundary::Legacy
                 .open(mrtr, Some(next))
-                .map_err(Refused::Error)?;
+                .map_err(|rejection| Refused::Error(rejection.to_error_object()))?;
             // The shim's own state goes back in through `open`; answers are now merged.
         }
     }
@@ -544,21 +613,21 @@ impl<H: Handler> Server<H> {
         mrtr: &dyn crate::server::wire::BindingSource,
         extensions: &http::Extensions,
     ) -> StateBinding {
-        let principal = match extensions.get::<Principal>() {
-            Some(p) => Some(p.0.clone()),
-            None => self
-                .inner
-                .config
-                .principal
-                .as_ref()
-                .and_then(|hook| (hook.0)(extensions)),
-        };
+        let principal = self.principal_of(extensions);
         StateBinding::new(method.name(), mrtr.target(), mrtr.args_digest())
             .with_principal_opt(principal.as_deref())
     }
 
     /// The context of a request (the one request context builder, for both eras).
     fn context(&self, seed: Seed, round: Round) -> RequestContext {
+        let tasks = match (&self.inner.tasks, seed.method, seed.era) {
+            (Some(runtime), Method::ToolsCall, Era::Modern) => Some(TaskAccess {
+                runtime: runtime.clone(),
+                principal: self.principal_of(&seed.origin.extensions),
+                declared: declares_extension(&seed.meta),
+            }),
+            _ => None,
+        };
         let Seed {
             id,
             method,
@@ -583,6 +652,7 @@ impl<H: Handler> Server<H> {
                 last_progress: AtomicU64::new(u64::MAX),
                 round,
                 legacy,
+                tasks,
             }),
         }
     }
@@ -607,6 +677,85 @@ impl<H: Handler> Server<H> {
             },
             round,
         )
+    }
+
+    /// `tasks/get`, `tasks/update` and `tasks/cancel`, which the server answers itself
+    /// (the method table offers them only when the server runs tasks).
+    async fn serve_task(
+        &self,
+        id: RequestId,
+        method: Method,
+        raw: Option<&RawValue>,
+        origin: RequestOrigin,
+    ) -> Reply {
+        let Some(runtime) = self.inner.tasks.clone() else {
+            return Reply::response(encode_error(
+                Some(&id),
+                &ErrorObject::method_not_found(method.name()),
+            ));
+        };
+        macro_rules! read {
+            ($p:ty) => {
+                match self.read_params::<$p>(&Served::Modern, method, raw, &origin) {
+                    Ok(read) => read,
+                    Err(reply) => return reply(id),
+                }
+            };
+        }
+        let principal = self.principal_of(&origin.extensions);
+        let principal = principal.as_deref();
+        let answered = match method {
+            Method::TasksGet => {
+                let (params, meta) = read!(GetTaskRequestParams);
+                match declared(&meta) {
+                    Err(e) => Err(e),
+                    Ok(()) => runtime
+                        .get(&params.task_id, principal)
+                        .await
+                        .map(|task| self.encode_result(&id, GetTaskResult::new(task))),
+                }
+            }
+            Method::TasksUpdate => {
+                let (params, meta) = read!(UpdateTaskRequestParams);
+                match declared(&meta) {
+                    Err(e) => Err(e),
+                    Ok(()) => runtime
+                        .update(&params.task_id, principal, params.input_responses)
+                        .await
+                        .map(|()| self.encode_result(&id, EmptyResult::default())),
+                }
+            }
+            _ => {
+                let (params, meta) = read!(CancelTaskRequestParams);
+                match declared(&meta) {
+                    Err(e) => Err(e),
+                    Ok(()) => runtime
+                        .cancel(&params.task_id, principal)
+                        .await
+                        .map(|()| self.encode_result(&id, EmptyResult::default())),
+                }
+            }
+        };
+        match answered {
+            Ok(body) => Reply::response(body),
+            // A missing extension is an envelope error, as on `tools/call`.
+            Err(e) if e.code.is_modern_envelope_error() => invalid(Some(&id), &e),
+            Err(e) => Reply::response(encode_error(Some(&id), &e)),
+        }
+    }
+
+    /// The principal a request is made by: the one an authentication layer placed in its
+    /// extensions, or the server's principal hook's.
+    fn principal_of(&self, extensions: &http::Extensions) -> Option<String> {
+        match extensions.get::<Principal>() {
+            Some(p) => Some(p.0.clone()),
+            None => self
+                .inner
+                .config
+                .principal
+                .as_ref()
+                .and_then(|hook| (hook.0)(extensions)),
+        }
     }
 
     /// `server/discover`, which the server answers itself.
@@ -742,6 +891,7 @@ impl<H: Handler> Server<H> {
         match outcome {
             Outcome::Complete(result) => self.encode_value(id, result, hint),
             Outcome::InputRequired(ask) => self.encode_input_required(id, ask),
+            Outcome::Task(task) => self.encode_result(id, task),
             _ => encode_error(
                 Some(id),
                 &ErrorObject::internal_error("The handler returned a result of an unknown type"),
@@ -757,6 +907,13 @@ impl<H: Handler> Server<H> {
         method: Method,
         error: ErrorObject,
     ) -> (Bytes, MessageKind) {
+        // A scope refusal is told apart on both eras: HTTP answers it with 403.
+        if crate::server::InsufficientScope::from_error(&error).is_some() {
+            return (
+                encode_error(Some(id), &error),
+                MessageKind::InsufficientScope,
+            );
+        }
         match era {
             Served::Modern => {
                 let kind = if error.code.is_modern_envelope_error() {
@@ -826,6 +983,15 @@ fn session_method<H: Handler>(
         Ok(()) => encode_empty(&id),
         Err(e) => encode_error(Some(&id), &e),
     })
+}
+
+/// `-32021` unless the request declared the tasks extension.
+fn declared(meta: &RequestMeta) -> Result<(), ErrorObject> {
+    if declares_extension(meta) {
+        Ok(())
+    } else {
+        Err(missing_extension())
+    }
 }
 
 fn invalid(id: Option<&RequestId>, error: &ErrorObject) -> Reply {

@@ -26,6 +26,10 @@ pub(crate) enum Method {
     ResourceTemplatesList,
     ResourcesRead,
     Complete,
+    // The 2026-07-28 wire, with the tasks extension.
+    TasksGet,
+    TasksUpdate,
+    TasksCancel,
 }
 
 const MODERN: u8 = 1;
@@ -33,7 +37,7 @@ const LEGACY: u8 = 2;
 const BOTH: u8 = MODERN | LEGACY;
 
 /// Every method: its name, the eras it belongs to.
-const TABLE: [(Method, &str, u8); 15] = [
+const TABLE: [(Method, &str, u8); 18] = [
     (Method::Discover, methods::SERVER_DISCOVER, MODERN),
     (Method::Listen, methods::SUBSCRIPTIONS_LISTEN, MODERN),
     (Method::Initialize, methods::legacy::INITIALIZE, LEGACY),
@@ -61,6 +65,9 @@ const TABLE: [(Method, &str, u8); 15] = [
     ),
     (Method::ResourcesRead, methods::RESOURCES_READ, BOTH),
     (Method::Complete, methods::COMPLETION_COMPLETE, BOTH),
+    (Method::TasksGet, methods::TASKS_GET, MODERN),
+    (Method::TasksUpdate, methods::TASKS_UPDATE, MODERN),
+    (Method::TasksCancel, methods::TASKS_CANCEL, MODERN),
 ];
 
 impl Method {
@@ -96,6 +103,10 @@ impl Method {
                 caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true)
             }
             Method::Complete => caps.completions.is_some(),
+            Method::TasksGet | Method::TasksUpdate | Method::TasksCancel => caps
+                .extensions
+                .as_ref()
+                .is_some_and(|e| e.contains_key(arctern_types::tasks::EXTENSION_ID)),
         }
     }
 

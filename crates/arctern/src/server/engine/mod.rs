@@ -13,6 +13,7 @@ mod dispatch;
 mod encode;
 mod envelope;
 mod method;
+mod observe;
 
 use std::fmt;
 use std::sync::Arc;
@@ -27,6 +28,8 @@ use super::handler::Handler;
 use super::middleware::{self, Call, Endpoint, Middleware, Response};
 use super::subscriptions::{ChangeBroker, ChangeNotifier};
 use crate::server::handler::HandlerResult;
+use crate::server::tasks::TaskRuntime;
+use arctern_types::tasks::EXTENSION_ID;
 
 pub(crate) use dispatch::{Scope, Served};
 pub(crate) use encode::{encode_error, encode_legacy_result};
@@ -70,23 +73,37 @@ pub(crate) struct Inner<H> {
     shutdown: CancellationToken,
     /// The middleware, outermost first (empty: handlers are called directly).
     layers: Arc<[Arc<dyn Middleware>]>,
+    /// The tasks, when the server runs tools as tasks.
+    tasks: Option<Arc<TaskRuntime>>,
 }
 
 impl<H: Handler> Server<H> {
     /// A server for `handler` with `config`.
-    pub fn new(handler: H, config: ServerConfig) -> Self {
+    pub fn new(handler: H, mut config: ServerConfig) -> Self {
+        let shutdown = CancellationToken::new();
+        let tasks = config.tasks.clone().map(|tasks| {
+            // Advertised, as the extension says, under `capabilities.extensions`.
+            config
+                .capabilities
+                .extensions
+                .get_or_insert_default()
+                .insert(EXTENSION_ID.to_owned(), serde_json::json!({}));
+            Arc::new(TaskRuntime::new(tasks, shutdown.clone()))
+        });
         let server_info = config.stamp_server_info.then(|| {
             serde_json::value::to_raw_value(&config.info).expect("Implementation serializes")
         });
         let layers = config.middleware.iter().cloned().collect();
+        let changes = ChangeBroker::new(config.change_bus.clone());
         Server {
             inner: Arc::new(Inner {
                 handler,
                 config,
                 server_info,
-                changes: ChangeBroker::new(),
-                shutdown: CancellationToken::new(),
+                changes,
+                shutdown,
                 layers,
+                tasks,
             }),
         }
     }
@@ -144,9 +161,7 @@ impl<H> Server<H> {
     }
 
     /// Every change announced from now on (legacy sessions forward them).
-    pub(crate) fn subscribe_changes(
-        &self,
-    ) -> tokio::sync::broadcast::Receiver<super::subscriptions::Announced> {
+    pub(crate) fn subscribe_changes(&self) -> super::ChangeReceiver {
         self.inner.changes.subscribe()
     }
 

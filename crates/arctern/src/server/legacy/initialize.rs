@@ -90,13 +90,16 @@ impl<H: Handler> Server<H> {
             ));
         };
         let capabilities = client_capabilities_for(&version, params.capabilities);
-        let session = Arc::new(LegacySession::new(
+        let session = LegacySession::new(
             version,
             capabilities,
             params.client_info,
             parent.child_token(),
             outbound,
-        ));
+        );
+        #[cfg(feature = "otel")]
+        let session = session.timed(config.telemetry.as_ref());
+        let session = Arc::new(session);
         tokio::spawn(forward_changes(
             Arc::downgrade(&session),
             self.subscribe_changes(),

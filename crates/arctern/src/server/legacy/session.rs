@@ -19,12 +19,12 @@ use arctern_types::notifications::{
 use arctern_types::{ErrorObject, ProtocolVersion, RequestId, RequestMeta};
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::connection::TransportKind;
 use crate::server::context::NotificationSink;
-use crate::server::subscriptions::{Announced, Change, covers};
+use crate::server::subscriptions::{Change, ChangeReceiver, ChangeRecvError, covers};
 use crate::{Error, ErrorKind};
 
 /// Where a session's unsolicited messages go (list changes, resource updates): the standalone
@@ -56,6 +56,9 @@ pub(crate) struct LegacySession {
     /// the server shutting down): ends the change forwarder and every request of the session.
     pub(crate) cancel: CancellationToken,
     outbound: Outbound,
+    /// Records the session's duration when it ends (feature `otel`).
+    #[cfg(feature = "otel")]
+    clock: Option<crate::otel::SessionClock>,
 }
 
 impl fmt::Debug for LegacySession {
@@ -86,7 +89,22 @@ impl LegacySession {
             next_id: AtomicI64::new(1),
             cancel,
             outbound,
+            #[cfg(feature = "otel")]
+            clock: None,
         }
+    }
+
+    /// Times the session for `mcp.server.session.duration`.
+    #[cfg(feature = "otel")]
+    pub(crate) fn timed(mut self, telemetry: Option<&crate::otel::ServerTelemetry>) -> Self {
+        self.clock = telemetry.map(|t| {
+            crate::otel::SessionClock::start(
+                t,
+                self.version.as_str(),
+                crate::server::connection::TransportKind::Other,
+            )
+        });
+        self
     }
 
     /// The envelope of a request on this session: what `initialize` negotiated stands in for
@@ -294,7 +312,7 @@ impl Drop for Pending<'_> {
 /// stream until the session ends.
 pub(crate) async fn forward_changes(
     session: Weak<LegacySession>,
-    mut changes: broadcast::Receiver<Announced>,
+    mut changes: ChangeReceiver,
     capabilities: ServerCapabilities,
     cancel: CancellationToken,
 ) {
@@ -311,8 +329,8 @@ pub(crate) async fn forward_changes(
             return;
         };
         let changes_to_send = match change {
-            Ok(announced) => vec![announced.change],
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
+            Ok(change) => vec![change],
+            Err(ChangeRecvError::Lagged(missed)) => {
                 tracing::warn!(
                     missed,
                     "a legacy session fell behind on changes; announcing every list as changed"
@@ -323,7 +341,7 @@ pub(crate) async fn forward_changes(
                     Change::ResourcesListChanged,
                 ]
             }
-            Err(broadcast::error::RecvError::Closed) => return,
+            Err(ChangeRecvError::Closed) => return,
         };
         for change in changes_to_send {
             let message = match &change {

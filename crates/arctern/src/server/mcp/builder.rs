@@ -23,6 +23,7 @@ use crate::server::context::RequestContext;
 use crate::server::engine::Server;
 use crate::server::middleware::Middleware;
 use crate::server::mrtr::MrtrLimits;
+use crate::server::tasks::TaskConfig;
 use crate::state::{KeyRing, StateSealer};
 
 /// Builds a server from plain async functions: tools, prompts, resources and resource
@@ -67,6 +68,7 @@ struct BuilderParts<S> {
     page_size: usize,
     enable: Enable,
     sealing: Sealing,
+    hide_unauthorized: bool,
 }
 
 /// How an `McpServer` seals request state.
@@ -124,6 +126,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                     ..Default::default()
                 },
                 sealing: Sealing::Default,
+                hide_unauthorized: false,
             }),
         }
     }
@@ -166,6 +169,22 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// Carries announced changes (list changes, resource updates) over `bus`, for example to
+    /// the `subscriptions/listen` streams and legacy sessions of every instance of a fleet;
+    /// the default reaches this process only.
+    pub fn change_bus(mut self, bus: Arc<dyn crate::server::ChangeBus>) -> Self {
+        self.parts.config.change_bus = bus;
+        self
+    }
+
+    /// OpenTelemetry instrumentation (feature `otel`; on by default through the global
+    /// providers): pass [`None`] to turn it off.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: impl Into<Option<crate::otel::ServerTelemetry>>) -> Self {
+        self.parts.config.telemetry = telemetry.into();
+        self
+    }
+
     /// Makes each multi round-trip flow complete at most once (see
     /// [`OneTimeStore`](crate::server::mrtr::OneTimeStore)): a round presented again after
     /// its flow completed is refused with the fixed request-state error.
@@ -179,6 +198,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// one more is refused with a `-32603` error naming the limit.
     pub fn max_listen_streams(mut self, limit: usize) -> Self {
         self.parts.config.max_listen_streams = limit;
+        self
+    }
+
+    /// Runs task tools ([`ToolSpec::task`]) with `tasks`: where tasks are kept, how long they
+    /// live, how many run at once. A server with a task tool and no such call gets
+    /// [`TaskConfig::default`] (tasks in memory).
+    pub fn tasks(mut self, tasks: TaskConfig) -> Self {
+        self.parts.config.tasks = Some(tasks);
         self
     }
 
@@ -223,6 +250,17 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// Caching hints for cacheable results.
     pub fn cache_policy(mut self, cache: CachePolicy) -> Self {
         self.parts.config.cache = cache;
+        self
+    }
+
+    /// Whether `tools/list`, `prompts/list`, `resources/list` and
+    /// `resources/templates/list` leave out what the caller's token lacks the declared
+    /// scopes for ([`ToolSpec::scopes`] and the like). Off by default: every caller sees
+    /// everything, and calling what it may not use answers `insufficient_scope`, which
+    /// tells a client what to ask for. On, each caller sees only what it can call, and
+    /// those pages are marked private (not shared between callers).
+    pub fn hide_unauthorized(mut self, hide: bool) -> Self {
+        self.parts.hide_unauthorized = hide;
         self
     }
 
@@ -392,6 +430,9 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         }
         let sealing = sealer.is_some();
         let mut config = this.config;
+        if config.tasks.is_none() && this.registry.tools.values().any(|t| t.def.task.is_some()) {
+            config.tasks = Some(TaskConfig::default());
+        }
         config.request_state = sealer;
         let r = &this.registry;
         let caps = &mut config.capabilities;
@@ -431,6 +472,17 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 sealing,
             }),
         };
+        #[cfg(not(all(feature = "auth", feature = "http")))]
+        let _ = this.hide_unauthorized;
+        // Scopes are checked before any other middleware sees the call.
+        #[cfg(all(feature = "auth", feature = "http"))]
+        config.middleware.insert(
+            0,
+            Arc::new(super::scopes::ScopeGuard {
+                inner: handler.inner.clone(),
+                hide_unauthorized: this.hide_unauthorized,
+            }),
+        );
         let server = Server::new(handler, config);
         let _ = server
             .handler()

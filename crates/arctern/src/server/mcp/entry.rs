@@ -19,7 +19,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
     /// What the registry lists for it.
     type Def: Clone + Send + Sync + 'static;
     /// The result of a call.
-    type Result: Send + 'static;
+    type Result: Send + serde::Serialize + 'static;
 
     /// The answer when the user refused a required answer (`message` says which).
     fn refusal(message: String) -> HandlerResult<Outcome<Self::Result>>;
@@ -70,17 +70,25 @@ where
         mime: Option<String>,
     ) -> BoxFuture<HandlerResult<Outcome<K::Result>>> {
         let target = parts.target.clone();
-        let run = self.handler.clone().run(parts, state);
+        let seat = parts.task.clone();
+        let run = self.handler.clone().run(parts, state).0;
         Box::pin(async move {
-            match run.await.0 {
-                Run::Done(out, input) => {
-                    let result = out.convert(&target, mime.as_deref());
-                    // What the body returned decides: an error after a run-time question
-                    // stopped it is that question's round; a result is sent as it is.
-                    if K::failed(&result) && input.interrupt().is_some() {
-                        input.finish_round(K::refusal)
-                    } else {
-                        result
+            match run {
+                Run::Body(body, input) => {
+                    let finish = async move {
+                        let result = body.await.convert(&target, mime.as_deref());
+                        // What the body returned decides: an error after a run-time question
+                        // stopped it is that question's round; a result is sent as it is.
+                        if K::failed(&result) && input.interrupt().is_some() {
+                            input.finish_round(K::refusal)
+                        } else {
+                            result
+                        }
+                    };
+                    match seat {
+                        // The body becomes a task unless it finishes at once.
+                        Some(seat) => seat.runtime.launch(seat.live, Box::pin(finish)).await,
+                        None => finish.await,
                     }
                 }
                 Run::Pending(input) => input.finish_round(K::refusal),
@@ -96,6 +104,8 @@ pub(crate) struct Entry<K: Kind, S> {
     pub(crate) handler: Arc<dyn Erased<K, S>>,
     /// Asks typed questions, whose answers are pinned in sealed request state.
     pub(crate) asks: bool,
+    /// The scopes a caller's token needs to call it (empty: none).
+    pub(crate) scopes: Arc<[String]>,
 }
 
 impl<K: Kind, S> Clone for Entry<K, S> {
@@ -104,6 +114,7 @@ impl<K: Kind, S> Clone for Entry<K, S> {
             def: self.def.clone(),
             handler: self.handler.clone(),
             asks: self.asks,
+            scopes: self.scopes.clone(),
         }
     }
 }

@@ -34,6 +34,7 @@ use crate::server::listed::Listed;
 use crate::server::mirror::MirroredParam;
 use crate::server::mrtr::InputState;
 use crate::server::subscriptions::ChangeNotifier;
+use crate::server::tasks::{self, TaskSeat, TaskSupport};
 
 /// The [`Handler`] an [`McpServer`](super::McpServer) builds. Reach it with
 /// [`Server::handler`](crate::server::Server::handler) to add or remove tools, prompts and
@@ -242,6 +243,12 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         self.inner.registry.load().tools.keys().cloned().collect()
     }
 
+    /// Every OAuth scope the registered tools, prompts and resources declare, each once:
+    /// what a protected resource advertises in `scopes_supported`.
+    pub fn declared_scopes(&self) -> Vec<String> {
+        self.inner.registry.load().declared_scopes()
+    }
+
     /// Names of the registered prompts, in listing order.
     pub fn prompt_names(&self) -> Vec<String> {
         self.inner.registry.load().prompts.keys().cloned().collect()
@@ -268,10 +275,10 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         ctx: RequestContext,
         params: CallToolRequestParams,
     ) -> HandlerResult<Outcome<CallToolResult>> {
-        let handler = {
+        let (handler, support) = {
             let registry = self.inner.registry.load();
             match registry.tools.get(&params.name) {
-                Some(entry) => entry.handler.clone(),
+                Some(entry) => (entry.handler.clone(), entry.def.task),
                 None => {
                     return Err(ErrorObject::invalid_params(format!(
                         "Unknown tool: {}",
@@ -281,8 +288,19 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
                 }
             }
         };
+        let seat = match (support, ctx.inner.tasks.as_ref()) {
+            (Some(_), Some(access)) if access.declared => Some(TaskSeat {
+                runtime: access.runtime.clone(),
+                live: access
+                    .runtime
+                    .prepare(access.principal.clone(), params.name.clone())?,
+            }),
+            (Some(TaskSupport::Required), _) => return Err(tasks::missing_extension()),
+            _ => None,
+        };
         let input = InputState::new(params.input_responses, params.request_state);
-        let parts = CallParts::new(ctx, CallKind::Tool, params.name, params.arguments, input);
+        let mut parts = CallParts::new(ctx, CallKind::Tool, params.name, params.arguments, input);
+        parts.task = seat;
         handler.call(parts, self.inner.state.clone(), None).await
     }
 

@@ -13,9 +13,9 @@ pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// What running a handler's extractors and body produced, before it is turned into the
 /// protocol result of its kind.
 pub(crate) enum Run<R> {
-    /// The body ran and returned this; the input state tells whether a run-time question
-    /// stopped it.
-    Done(R, InputState),
+    /// Every extractor is ready: the body, not yet polled, and the input state that tells,
+    /// once it has run, whether a run-time question stopped it.
+    Body(BoxFuture<R>, InputState),
     /// The body did not run: questions are pending (they are queued in the input state).
     Pending(InputState),
     /// An extractor rejected the call.
@@ -38,9 +38,9 @@ pub trait HandlerFn<T, S>: Clone + Send + Sync + Sized + 'static {
     /// The function's return type.
     type Output: Send + 'static;
 
-    /// Runs the extractors, then (if nothing is pending) the body.
+    /// Runs the extractors and, if nothing is pending, gives the body to run.
     #[doc(hidden)]
-    fn run(self, parts: CallParts, state: S) -> BoxFuture<RunOutput<Self::Output>>;
+    fn run(self, parts: CallParts, state: S) -> RunOutput<Self::Output>;
 
     /// What the parameters declare.
     #[doc(hidden)]
@@ -64,12 +64,12 @@ macro_rules! impl_handler_fn {
         {
             type Output = R;
 
-            fn run(self, mut parts: CallParts, state: S) -> BoxFuture<RunOutput<R>> {
+            fn run(self, mut parts: CallParts, state: S) -> RunOutput<R> {
                 $(let $e = <$e as FromCall<S>>::from_call(&mut parts, &state);)*
                 // A rejection wins over pending questions: never ask the user about a call
                 // that cannot succeed.
                 $(if let Extracted::Rejected(r) = $e {
-                    return Box::pin(std::future::ready(RunOutput(Run::Rejected(r))));
+                    return RunOutput(Run::Rejected(r));
                 })*
                 let mut pending = false;
                 $(let $e = match $e {
@@ -77,11 +77,10 @@ macro_rules! impl_handler_fn {
                     _ => { pending = true; None }
                 };)*
                 if pending {
-                    return Box::pin(std::future::ready(RunOutput(Run::Pending(parts.input))));
+                    return RunOutput(Run::Pending(parts.input));
                 }
                 let fut = (self)($($e.expect("extracted")),*);
-                let input = parts.input;
-                Box::pin(async move { RunOutput(Run::Done(fut.await, input)) })
+                RunOutput(Run::Body(Box::pin(fut), parts.input))
             }
 
             fn describe_params(describe: &mut Signature) {

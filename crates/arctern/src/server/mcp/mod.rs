@@ -25,6 +25,24 @@ macro_rules! common_setters {
             self.$field.meta = Some(meta);
             self
         }
+
+        /// The OAuth scopes a caller's access token needs to use it (all of them). A call
+        /// whose token lacks one is refused with an
+        /// [`InsufficientScope`](crate::server::InsufficientScope) naming them — over HTTP,
+        /// `403` with an `insufficient_scope` challenge — on both eras and every
+        /// transport, before the handler runs; lists can hide it from such callers
+        /// ([`McpServer::hide_unauthorized`](crate::server::McpServer::hide_unauthorized)).
+        /// Needs the `auth` and `http` features, whose protected-resource layer
+        /// establishes the caller's scopes. See the
+        /// [authorization guide](crate::docs::authorization).
+        pub fn scopes<I, T>(mut self, scopes: I) -> Self
+        where
+            I: IntoIterator<Item = T>,
+            T: Into<String>,
+        {
+            self.scopes = scopes.into_iter().map(Into::into).collect();
+            self
+        }
     };
 }
 
@@ -36,6 +54,7 @@ mod handler_fn;
 mod prompt;
 mod registry;
 mod resource;
+mod scopes;
 mod tool;
 mod uri_template;
 
@@ -44,6 +63,7 @@ use std::fmt;
 pub use builder::McpServer;
 pub use completion::{CompletionRequest, IntoCompletion};
 pub use handler::McpHandler;
+pub(crate) use handler_fn::BoxFuture;
 pub use handler_fn::HandlerFn;
 pub use prompt::{IntoPromptResult, PromptSpec};
 pub use resource::{Blob, IntoReadResult, ResourceSpec, ResourceTemplateSpec};

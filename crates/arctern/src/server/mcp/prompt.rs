@@ -93,6 +93,7 @@ where
 pub struct PromptSpec {
     pub(crate) prompt: Prompt,
     pub(crate) explicit_arguments: bool,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl PromptSpec {
@@ -105,6 +106,7 @@ impl PromptSpec {
         PromptSpec {
             prompt,
             explicit_arguments: false,
+            scopes: Vec::new(),
         }
     }
 
@@ -164,6 +166,7 @@ where
     if let Err(why) = super::validate_name(&name) {
         return Err(format!("prompt {name:?}: {why}"));
     }
+    super::scopes::check_declared(&spec.scopes, &format!("prompt {name:?}"))?;
     let (handler, signature) = erase::<Prompts, _, _, _>(&format!("prompt {name:?}"), handler)?;
     let asks = signature.uses_dependency_form();
     let mut prompt = spec.prompt;
@@ -177,6 +180,7 @@ where
         def: prompt,
         handler,
         asks,
+        scopes: spec.scopes.into(),
     })
 }
 

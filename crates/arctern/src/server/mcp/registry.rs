@@ -102,6 +102,33 @@ macro_rules! page_method {
 }
 
 impl<S> Registry<S> {
+    /// Whether anything registered declares scopes.
+    #[cfg_attr(not(all(feature = "auth", feature = "http")), allow(dead_code))]
+    pub(crate) fn has_scopes(&self) -> bool {
+        self.tools.values().any(|e| !e.scopes.is_empty())
+            || self.prompts.values().any(|e| !e.scopes.is_empty())
+            || self.resources.values().any(|e| !e.scopes.is_empty())
+            || self.templates.iter().any(|e| !e.scopes.is_empty())
+    }
+
+    /// Every scope declared, each once, in registration order.
+    pub(crate) fn declared_scopes(&self) -> Vec<String> {
+        let mut all: Vec<String> = Vec::new();
+        let scopes = self
+            .tools
+            .values()
+            .map(|e| &e.scopes)
+            .chain(self.prompts.values().map(|e| &e.scopes))
+            .chain(self.resources.values().map(|e| &e.scopes))
+            .chain(self.templates.iter().map(|e| &e.scopes));
+        for scope in scopes.flat_map(|s| s.iter()) {
+            if !all.contains(scope) {
+                all.push(scope.clone());
+            }
+        }
+        all
+    }
+
     /// Handlers that ask typed questions, for a server without sealing.
     pub(crate) fn asking_without_sealing(&self) -> Vec<String> {
         let tools = self

@@ -152,6 +152,7 @@ where
 #[derive(Debug, Clone)]
 pub struct ResourceSpec {
     pub(crate) resource: Resource,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl ResourceSpec {
@@ -161,6 +162,7 @@ impl ResourceSpec {
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceSpec {
             resource: Resource::new(uri, name),
+            scopes: Vec::new(),
         }
     }
 
@@ -179,7 +181,10 @@ impl ResourceSpec {
 
 impl From<Resource> for ResourceSpec {
     fn from(resource: Resource) -> Self {
-        ResourceSpec { resource }
+        ResourceSpec {
+            resource,
+            scopes: Vec::new(),
+        }
     }
 }
 
@@ -187,6 +192,7 @@ impl From<Resource> for ResourceSpec {
 #[derive(Debug, Clone)]
 pub struct ResourceTemplateSpec {
     pub(crate) template: ResourceTemplate,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl ResourceTemplateSpec {
@@ -196,6 +202,7 @@ impl ResourceTemplateSpec {
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         ResourceTemplateSpec {
             template: ResourceTemplate::new(uri_template, name),
+            scopes: Vec::new(),
         }
     }
 
@@ -208,7 +215,10 @@ impl ResourceTemplateSpec {
 
 impl From<ResourceTemplate> for ResourceTemplateSpec {
     fn from(template: ResourceTemplate) -> Self {
-        ResourceTemplateSpec { template }
+        ResourceTemplateSpec {
+            template,
+            scopes: Vec::new(),
+        }
     }
 }
 
@@ -277,11 +287,13 @@ where
     if uri.is_empty() {
         return Err("a resource needs a URI".into());
     }
+    super::scopes::check_declared(&spec.scopes, &format!("resource {uri:?}"))?;
     let (handler, signature) = erase::<Resources, _, _, _>(&format!("resource {uri:?}"), handler)?;
     Ok(Entry {
         asks: signature.uses_dependency_form(),
         def: spec.resource,
         handler,
+        scopes: spec.scopes.into(),
     })
 }
 
@@ -298,6 +310,7 @@ where
     let text = &spec.template.uri_template;
     let matcher =
         UriTemplate::parse(text).map_err(|e| format!("resource template {text:?}: {e}"))?;
+    super::scopes::check_declared(&spec.scopes, &format!("resource template {text:?}"))?;
     let (handler, signature) =
         erase::<Templates, _, _, _>(&format!("resource template {text:?}"), handler)?;
     Ok(Entry {
@@ -307,5 +320,6 @@ where
             matcher,
         },
         handler,
+        scopes: spec.scopes.into(),
     })
 }

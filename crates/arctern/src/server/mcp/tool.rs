@@ -14,6 +14,7 @@ use crate::Outcome;
 use crate::server::extract::{MrtrStyle, Rejection, Signature, schema_for};
 use crate::server::handler::HandlerResult;
 use crate::server::mirror::MirroredParam;
+use crate::server::tasks::TaskSupport;
 
 /// What a tool handler returns, turned into a `tools/call` result.
 ///
@@ -136,6 +137,8 @@ where
 pub struct ToolSpec {
     pub(crate) tool: Tool,
     pub(crate) explicit_input_schema: bool,
+    pub(crate) task: Option<TaskSupport>,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl ToolSpec {
@@ -148,7 +151,19 @@ impl ToolSpec {
         ToolSpec {
             tool,
             explicit_input_schema: false,
+            task: None,
+            scopes: Vec::new(),
         }
+    }
+
+    /// Runs the tool as a task (the tasks extension): a client that declares the extension
+    /// gets a task to poll unless the work finishes at once; with
+    /// [`TaskSupport::Required`], a client that does not gets `-32021`. The handler may take
+    /// a [`TaskHandle`](crate::server::tasks::TaskHandle). Registering a task tool turns the
+    /// server's tasks on (see [`McpServer::tasks`](crate::server::McpServer::tasks)).
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        self.task = Some(support);
+        self
     }
 
     /// Behaviour hints (read-only, destructive, idempotent, open-world).
@@ -184,6 +199,8 @@ pub(crate) struct ToolDef {
     pub(crate) tool: Tool,
     /// The arguments mirrored into `Mcp-Param-*` headers, if any.
     pub(crate) mirrored: Option<Arc<[MirroredParam]>>,
+    /// Whether it runs as a task.
+    pub(crate) task: Option<TaskSupport>,
 }
 
 impl Kind for Tools {
@@ -235,6 +252,7 @@ where
     if let Err(why) = super::validate_name(&name) {
         return Err(format!("tool {name:?}: {why}"));
     }
+    super::scopes::check_declared(&spec.scopes, &format!("tool {name:?}"))?;
     let (handler, signature) = erase::<Tools, _, _, _>(&format!("tool {name:?}"), handler)?;
     let asks = signature.uses_dependency_form();
     let mut tool = spec.tool;
@@ -260,8 +278,10 @@ where
         def: ToolDef {
             tool,
             mirrored: (!mirrored.is_empty()).then(|| mirrored.into()),
+            task: spec.task,
         },
         handler,
         asks,
+        scopes: spec.scopes.into(),
     })
 }

@@ -79,6 +79,7 @@ use crate::state::QuestionDigest;
 pub use arctern_macros::Question;
 pub use ask::{Ask, Choice, DEFAULT_SAMPLE_MAX_TOKENS};
 use ask::{check, with_reason};
+pub(crate) use ask::{check as check_answer, with_reason as question_with_reason};
 pub use one_time::{
     Claim, DEFAULT_ONE_TIME_CAPACITY, MemoryOneTimeStore, OneTimeStore, OneTimeStoreError,
     StoreFuture,

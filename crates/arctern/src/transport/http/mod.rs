@@ -41,8 +41,8 @@ mod server;
 #[cfg(feature = "server")]
 pub use server::{
     BoundHttpServer, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_SESSIONS, DEFAULT_PATH,
-    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, HttpConfig, HttpServer, ResponseBody,
-    ResponseFuture, StreamableHttpService,
+    DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, HttpConfig, HttpServer, INSTANCE_HEADER,
+    ResponseBody, ResponseFuture, StreamableHttpService,
 };
 #[cfg(all(feature = "server", feature = "tls"))]
 pub use server::{DEFAULT_TLS_HANDSHAKE_TIMEOUT, TlsConfig, TlsReloader};

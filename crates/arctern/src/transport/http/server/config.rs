@@ -58,7 +58,11 @@ pub struct HttpConfig {
     pub(crate) keep_alive: Option<Duration>,
     pub(crate) session_idle_timeout: Duration,
     pub(crate) max_sessions: usize,
+    pub(crate) instance: Option<http::HeaderValue>,
 }
+
+/// The response header naming the instance that answered (see [`HttpConfig::instance_id`]).
+pub const INSTANCE_HEADER: &str = "arctern-instance";
 
 /// An allowed `Host`: a name (lower case, IPv6 in brackets) and optionally one port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +82,7 @@ impl Default for HttpConfig {
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
             session_idle_timeout: super::legacy::DEFAULT_SESSION_IDLE_TIMEOUT,
             max_sessions: super::legacy::DEFAULT_MAX_SESSIONS,
+            instance: None,
         }
     }
 }
@@ -156,6 +161,27 @@ impl HttpConfig {
     pub fn max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions.max(1);
         self
+    }
+
+    /// Names this instance in an `Arctern-Instance: <id>` header on every response, so that
+    /// operators and tests behind a load balancer see which instance answered. An id that
+    /// cannot be a header value (control characters) is ignored and logged. Off by default.
+    ///
+    /// When the id is a plain token (`A-Z a-z 0-9 _ -`), the ids of 2025-era sessions start
+    /// with it and a dot (`i2.3f9c…`), so that a load balancer can send every request of a
+    /// session to the instance that holds it (for nginx, a `map` of `$http_mcp_session_id`
+    /// to one upstream per instance; see the fleet guide).
+    pub fn instance_id(mut self, id: impl AsRef<str>) -> Self {
+        match http::HeaderValue::from_str(id.as_ref()) {
+            Ok(value) if !id.as_ref().is_empty() => self.instance = Some(value),
+            _ => tracing::warn!("ignored an instance id that cannot be a header value"),
+        }
+        self
+    }
+
+    /// The instance id sent in `Arctern-Instance`, when set.
+    pub fn instance(&self) -> Option<&str> {
+        self.instance.as_ref().and_then(|v| v.to_str().ok())
     }
 
     /// The request body limit in bytes.

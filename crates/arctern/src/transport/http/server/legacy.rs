@@ -27,7 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::body::sse_event;
 use super::negotiate::MCP_PROTOCOL_VERSION;
-use crate::server::connection::{Connection, Reply, ReplyStream, RequestOrigin, TransportKind};
+use crate::server::connection::{
+    Connection, MessageKind, Reply, ReplyStream, RequestOrigin, TransportKind,
+};
 use crate::server::{Handler, Server};
 
 /// `Mcp-Session-Id`.
@@ -115,11 +117,30 @@ pub(crate) struct SessionLimits {
     pub(crate) max: usize,
 }
 
+/// The prefix of this instance's session ids (`<instance>.`), so that a load balancer can
+/// route a session to the instance holding it; `None` unless the instance id is a plain
+/// token (`A-Z a-z 0-9 _ -`).
+pub(crate) fn session_prefix(instance: Option<&str>) -> Option<Arc<str>> {
+    let id = instance?;
+    let plain = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    if !plain {
+        tracing::warn!(
+            "the instance id is not a plain token (A-Z a-z 0-9 _ -); session ids do not name the instance"
+        );
+    }
+    plain.then(|| format!("{id}.").into())
+}
+
 /// The legacy sessions of one service.
 pub(crate) struct Sessions {
     map: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
     limits: SessionLimits,
     reaper: AtomicBool,
+    prefix: Option<Arc<str>>,
 }
 
 /// Why no session could be opened.
@@ -131,11 +152,12 @@ pub(crate) enum OpenError {
 }
 
 impl Sessions {
-    pub(crate) fn new(limits: SessionLimits) -> Self {
+    pub(crate) fn new(limits: SessionLimits, prefix: Option<Arc<str>>) -> Self {
         Sessions {
             map: Mutex::new(HashMap::new()),
             limits,
             reaper: AtomicBool::new(false),
+            prefix,
         }
     }
 
@@ -200,7 +222,10 @@ impl Sessions {
             connection.close();
             return Err(OpenError::NoId);
         };
-        let id: Arc<str> = id.into();
+        let id: Arc<str> = match &self.prefix {
+            Some(prefix) => format!("{prefix}{id}").into(),
+            None => id.into(),
+        };
         let cancel = connection.closed_token();
         let session = Arc::new(HttpSession {
             id: id.clone(),
@@ -404,8 +429,8 @@ fn now_ms() -> u64 {
 
 /// What a legacy POST gets back.
 pub(crate) enum Answer {
-    /// One JSON-RPC message.
-    Message(Bytes),
+    /// One JSON-RPC message, and its kind (a response, or a scope refusal).
+    Message(Bytes, MessageKind),
     /// Nothing (a notification or a response was accepted, or the request was cancelled).
     Accepted,
     /// The request's stream: SSE frames with ids (a priming event first on 2025-11-25),
@@ -435,8 +460,13 @@ pub(crate) async fn serve_message(
     tokio::spawn(async move {
         let _guard = guard;
         match served.await {
-            Reply::Message { body, .. } => {
-                let _ = tx.send(Answer::Message(body));
+            Reply::Message { body, kind } => {
+                // A legacy session answers 200 for everything but a scope refusal (403).
+                let kind = match kind {
+                    MessageKind::InsufficientScope => kind,
+                    _ => MessageKind::Response,
+                };
+                let _ = tx.send(Answer::Message(body, kind));
             }
             Reply::Stream(mut stream) => {
                 let log = task_session.new_stream();

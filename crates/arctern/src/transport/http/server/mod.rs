@@ -11,6 +11,7 @@ mod standalone;
 pub use body::ResponseBody;
 pub use config::{
     DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_SIZE, DEFAULT_PATH, DEFAULT_SHUTDOWN_GRACE, HttpConfig,
+    INSTANCE_HEADER,
 };
 #[cfg(feature = "tls")]
 pub use config::{DEFAULT_TLS_HANDSHAKE_TIMEOUT, TlsConfig};

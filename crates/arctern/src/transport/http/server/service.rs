@@ -21,7 +21,7 @@ use super::guard::{Denied, Guard};
 use super::legacy::{self, Route, SessionLimits, Sessions};
 use super::negotiate::{Accepts, is_json_content, mcp_method_is, wire_headers};
 use crate::server::connection::{MessageKind, Reply, RequestOrigin};
-use crate::server::{Handler, Server, encode_error};
+use crate::server::{Handler, InsufficientScope, Server, encode_error};
 use crate::server::{has_modern_envelope, is_legacy_initialize};
 use arctern_types::jsonrpc::JsonRpcMessage;
 
@@ -33,6 +33,7 @@ const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
 const NO: HeaderValue = HeaderValue::from_static("no");
 const POST: HeaderValue = HeaderValue::from_static("POST");
 const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+const INSTANCE: HeaderName = HeaderName::from_static(super::config::INSTANCE_HEADER);
 
 // Transport-level refusals: id-less JSON-RPC errors (the body is not read, so there is no
 // id to echo). -32600 because the HTTP request as a whole is not an acceptable request.
@@ -88,6 +89,8 @@ struct Inner<H> {
     too_large: Bytes,
     /// 2025-era sessions (touched only by requests routed to the legacy era).
     sessions: Arc<Sessions>,
+    /// `Arctern-Instance`, when configured.
+    instance: Option<HeaderValue>,
 }
 
 impl<H> Clone for StreamableHttpService<H> {
@@ -124,6 +127,8 @@ impl<H: Handler> StreamableHttpService<H> {
         let (session_idle_timeout, max_sessions) =
             (config.session_idle_timeout, config.max_sessions);
         let max_body_size = config.max_body_size;
+        let instance = config.instance.clone();
+        let session_prefix = legacy::session_prefix(config.instance());
         let too_large = Bytes::from(format!(
             r#"{{"jsonrpc":"2.0","error":{{"code":-32600,"message":"Request body too large (limit {max_body_size} bytes)"}}}}"#
         ));
@@ -134,10 +139,14 @@ impl<H: Handler> StreamableHttpService<H> {
                 guard: Guard::new(config, localhost_only),
                 max_body_size,
                 too_large,
-                sessions: Arc::new(Sessions::new(SessionLimits {
-                    idle: session_idle_timeout,
-                    max: max_sessions,
-                })),
+                sessions: Arc::new(Sessions::new(
+                    SessionLimits {
+                        idle: session_idle_timeout,
+                        max: max_sessions,
+                    },
+                    session_prefix,
+                )),
+                instance,
             }),
         }
     }
@@ -150,6 +159,20 @@ impl<H: Handler> StreamableHttpService<H> {
     /// Answers one request. Used by the tower `Service` implementation and the standalone
     /// server alike.
     pub(crate) fn dispatch<B>(&self, request: Request<B>) -> ResponseFuture
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        self.answer(request).instance(self.inner.instance.clone())
+    }
+
+    /// The `Arctern-Instance` header value, when configured.
+    pub(crate) fn instance_header(&self) -> Option<HeaderValue> {
+        self.inner.instance.clone()
+    }
+
+    fn answer<B>(&self, request: Request<B>) -> ResponseFuture
     where
         B: Body + Send + 'static,
         B::Data: Send,
@@ -205,6 +228,7 @@ impl<H: Handler> StreamableHttpService<H> {
         let extensions = parts.extensions;
         let this = self.clone();
         ResponseFuture {
+            instance: None,
             state: State::Running(Box::pin(async move {
                 let bytes = match read_limited(body, limit).await {
                     Ok(bytes) => bytes,
@@ -308,7 +332,9 @@ impl<H: Handler> StreamableHttpService<H> {
                 return json_error(StatusCode::BAD_REQUEST, UNSUPPORTED_LEGACY_VERSION);
             }
             return match legacy::serve_message(&session, message, origin, accepts.sse).await {
-                legacy::Answer::Message(body) => self.respond(Reply::response(body), accepts),
+                legacy::Answer::Message(body, kind) => {
+                    self.respond(Reply::Message { body, kind }, accepts)
+                }
                 legacy::Answer::Accepted => self.respond(Reply::Accepted, accepts),
                 legacy::Answer::Stream(events) if accepts.sse => {
                     self.sse(SseSource::Framed(Some(events)))
@@ -382,6 +408,14 @@ impl<H: Handler> StreamableHttpService<H> {
                 if status == StatusCode::OK && !accepts.json {
                     // The client takes only SSE: one event holding the response.
                     self.sse(SseSource::One(Some(body)))
+                } else if kind == MessageKind::InsufficientScope {
+                    // For the authentication layer in front, which writes the challenge.
+                    let refusal = InsufficientScope::from_response_body(&body);
+                    let mut response = json(status, body);
+                    if let Some(refusal) = refusal {
+                        response.extensions_mut().insert(refusal);
+                    }
+                    response
                 } else {
                     json(status, body)
                 }
@@ -421,6 +455,7 @@ fn status_of(kind: MessageKind) -> StatusCode {
     match kind {
         MessageKind::Invalid => StatusCode::BAD_REQUEST,
         MessageKind::UnknownMethod => StatusCode::NOT_FOUND,
+        MessageKind::InsufficientScope => StatusCode::FORBIDDEN,
         _ => StatusCode::OK,
     }
 }
@@ -463,6 +498,8 @@ where
 /// is read complete without allocating a future.
 pub struct ResponseFuture {
     state: State,
+    /// `Arctern-Instance`, added to the response when it is ready.
+    instance: Option<HeaderValue>,
 }
 
 type Running = Pin<Box<dyn Future<Output = Response<ResponseBody>> + Send>>;
@@ -476,7 +513,14 @@ impl ResponseFuture {
     pub(crate) fn ready(response: Response<ResponseBody>) -> Self {
         ResponseFuture {
             state: State::Ready(Some(response)),
+            instance: None,
         }
+    }
+
+    /// Adds `Arctern-Instance: <id>` to the response.
+    pub(crate) fn instance(mut self, instance: Option<HeaderValue>) -> Self {
+        self.instance = instance;
+        self
     }
 }
 
@@ -490,12 +534,17 @@ impl Future for ResponseFuture {
     type Output = Result<Response<ResponseBody>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.get_mut().state {
-            State::Ready(response) => Poll::Ready(Ok(response
+        let this = self.get_mut();
+        let mut response = match &mut this.state {
+            State::Ready(response) => response
                 .take()
-                .expect("ResponseFuture polled after completion"))),
-            State::Running(future) => future.as_mut().poll(cx).map(Ok),
+                .expect("ResponseFuture polled after completion"),
+            State::Running(future) => std::task::ready!(future.as_mut().poll(cx)),
+        };
+        if let Some(instance) = this.instance.take() {
+            response.headers_mut().insert(INSTANCE, instance);
         }
+        Poll::Ready(Ok(response))
     }
 }
 

@@ -73,6 +73,8 @@ pub struct HttpServer<H> {
     grace: Duration,
     #[cfg(feature = "tls")]
     tls: Option<TlsConfig>,
+    #[cfg(feature = "auth")]
+    protected: Option<crate::auth::resource::ProtectedResource>,
 }
 
 enum Bind {
@@ -103,7 +105,22 @@ impl<H: Handler> HttpServer<H> {
             grace: DEFAULT_SHUTDOWN_GRACE,
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "auth")]
+            protected: None,
         }
+    }
+
+    /// Protects the MCP endpoint as an OAuth 2.1 resource server: every request to it goes
+    /// through `resource`'s checks ([`ProtectedResource::layer`]), and its metadata is
+    /// served at both well-known URIs. The resource's URI should be this server's URL
+    /// (bind first, or give a [`listener`](Self::listener), when the port is picked at
+    /// run time). See the [authorization guide](crate::docs::authorization).
+    ///
+    /// [`ProtectedResource::layer`]: crate::auth::resource::ProtectedResource::layer
+    #[cfg(feature = "auth")]
+    pub fn protect(mut self, resource: crate::auth::resource::ProtectedResource) -> Self {
+        self.protected = Some(resource);
+        self
     }
 
     /// Serves HTTPS with this certificate and key (see [`TlsConfig`]).
@@ -187,6 +204,14 @@ impl<H: Handler> HttpServer<H> {
             listener,
             local_addr,
             routed: Routed {
+                #[cfg(feature = "auth")]
+                protected: self.protected.map(|resource| {
+                    Arc::new(Protection {
+                        metadata: resource.metadata_service(),
+                        paths: resource.metadata_paths(),
+                        guarded: resource.layer().wrap(service.clone()),
+                    })
+                }),
                 service,
                 path: self.path.into(),
             },
@@ -393,10 +418,21 @@ async fn serve_connection<H: Handler, I>(
     }
 }
 
-/// The MCP service at one path; everything else is `404`.
+/// The MCP service at one path (behind its protection, if any; with the metadata at the
+/// well-known paths); everything else is `404`.
 struct Routed<H> {
     service: StreamableHttpService<H>,
     path: Arc<str>,
+    #[cfg(feature = "auth")]
+    protected: Option<Arc<Protection<H>>>,
+}
+
+/// A protected MCP endpoint: the service behind the checks, and the metadata.
+#[cfg(feature = "auth")]
+struct Protection<H> {
+    guarded: crate::auth::resource::AuthService<StreamableHttpService<H>>,
+    metadata: crate::auth::resource::MetadataService,
+    paths: [String; 2],
 }
 
 impl<H> Clone for Routed<H> {
@@ -404,10 +440,19 @@ impl<H> Clone for Routed<H> {
         Routed {
             service: self.service.clone(),
             path: self.path.clone(),
+            #[cfg(feature = "auth")]
+            protected: self.protected.clone(),
         }
     }
 }
 
+fn not_found() -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::empty());
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
+}
+
+#[cfg(not(feature = "auth"))]
 impl<H: Handler> hyper::service::Service<Request<Incoming>> for Routed<H> {
     type Response = Response<ResponseBody>;
     type Error = std::convert::Infallible;
@@ -417,9 +462,61 @@ impl<H: Handler> hyper::service::Service<Request<Incoming>> for Routed<H> {
         if request.uri().path() == &*self.path {
             self.service.dispatch(request)
         } else {
-            let mut response = Response::new(ResponseBody::empty());
-            *response.status_mut() = StatusCode::NOT_FOUND;
-            ResponseFuture::ready(response)
+            ResponseFuture::ready(not_found()).instance(self.service.instance_header())
+        }
+    }
+}
+
+#[cfg(feature = "auth")]
+type RoutedFuture = futures::future::Either<
+    futures::future::MapOk<
+        ResponseFuture,
+        fn(Response<ResponseBody>) -> Response<crate::auth::resource::AuthBody<ResponseBody>>,
+    >,
+    futures::future::BoxFuture<
+        'static,
+        std::result::Result<
+            Response<crate::auth::resource::AuthBody<ResponseBody>>,
+            std::convert::Infallible,
+        >,
+    >,
+>;
+
+#[cfg(feature = "auth")]
+impl<H: Handler> hyper::service::Service<Request<Incoming>> for Routed<H> {
+    type Response = Response<crate::auth::resource::AuthBody<ResponseBody>>;
+    type Error = std::convert::Infallible;
+    type Future = RoutedFuture;
+
+    fn call(&self, request: Request<Incoming>) -> RoutedFuture {
+        use crate::auth::resource::AuthBody;
+        use futures::TryFutureExt as _;
+        use futures::future::Either;
+        let plain: fn(Response<ResponseBody>) -> Response<AuthBody<ResponseBody>> =
+            |r| r.map(AuthBody::inner);
+        let path = request.uri().path();
+        match &self.protected {
+            None if path == &*self.path => {
+                Either::Left(self.service.dispatch(request).map_ok(plain))
+            }
+            None => Either::Left(
+                ResponseFuture::ready(not_found())
+                    .instance(self.service.instance_header())
+                    .map_ok(plain),
+            ),
+            Some(p) if path == &*self.path => {
+                let mut guarded = p.guarded.clone();
+                Either::Right(tower_service::Service::call(&mut guarded, request))
+            }
+            Some(p) if p.paths.iter().any(|m| m == path) => {
+                let response = p.metadata.respond(&request).map(AuthBody::full);
+                Either::Right(Box::pin(std::future::ready(Ok(response))))
+            }
+            Some(_) => Either::Left(
+                ResponseFuture::ready(not_found())
+                    .instance(self.service.instance_header())
+                    .map_ok(plain),
+            ),
         }
     }
 }

@@ -1,0 +1,403 @@
+//! Tasks: long-running tools that answer with a handle the client polls (the
+//! `io.modelcontextprotocol/tasks` extension).
+//!
+//! Mark a tool with [`ToolSpec::task`](crate::server::ToolSpec::task) and, when the client
+//! declares the extension in its request, the call becomes a task unless the work finishes at
+//! once: the server stores the task, answers `tools/call` with `"resultType": "task"`, and runs
+//! the handler's body in the background. The client polls `tasks/get`, answers questions with
+//! `tasks/update`, and may cancel with `tasks/cancel`.
+//!
+//! The handler takes a [`TaskHandle`] to report progress, to ask the user mid-task with the
+//! same [`Ask`] values as multi round-trip requests (the body awaits the answer; it is not
+//! run again), and to hear a cancellation. Questions asked *before* the body runs
+//! ([`Answer<Q>`](crate::server::mrtr::Answer) parameters) are multi round-trip rounds of the
+//! `tools/call` itself: they resolve before the task is created.
+//!
+//! Tasks are kept in a [`TaskStore`] ([`MemoryTaskStore`] by default), bound to the principal
+//! that created them; ids carry 128 random bits. Limits ([`TaskConfig`]): how many tasks the
+//! store holds, how many run at once, how long a task lives, how long cancelled work may take
+//! to stop.
+
+mod runtime;
+mod store;
+mod time;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arctern_types::elicitation::ElicitAction;
+use arctern_types::mrtr::InputResponse;
+use tokio::sync::broadcast;
+
+use crate::server::context::RequestContext;
+use crate::server::extract::{CallParts, Extracted, FromCall};
+use crate::server::mrtr::{Ask, check_answer, question_with_reason};
+
+pub(crate) use runtime::{LiveTask, TaskRuntime};
+pub use store::{
+    DEFAULT_TASK_CAPACITY, MemoryTaskStore, TaskRecord, TaskStore, TaskStoreError, TaskStoreFuture,
+};
+
+/// How long a task lives unless told otherwise (five minutes).
+pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(300);
+/// The polling interval suggested to clients unless told otherwise.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How many tasks may run at once unless told otherwise.
+pub const DEFAULT_MAX_RUNNING: usize = 256;
+/// How long cancelled work may take to stop before it is dropped, unless told otherwise.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// Whether a tool runs as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// A task when the client declares the extension, an ordinary call otherwise.
+    Optional,
+    /// Only as a task: a client that does not declare the extension gets `-32021`.
+    Required,
+}
+
+/// The tasks of a server: where they are kept and their limits.
+#[derive(Clone)]
+pub struct TaskConfig {
+    /// Where tasks are kept.
+    pub store: Arc<dyn TaskStore>,
+    /// How long a task lives from its creation (`None`: until the store drops it). Work
+    /// still running then is cancelled and the task fails.
+    pub ttl: Option<Duration>,
+    /// The polling interval suggested to clients.
+    pub poll_interval: Duration,
+    /// How many tasks may run at once in this process; more are refused with `-32603`.
+    pub max_running: usize,
+    /// How long cancelled work may take to stop on its own before it is dropped.
+    pub cancel_grace: Duration,
+}
+
+impl fmt::Debug for TaskConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskConfig")
+            .field("ttl", &self.ttl)
+            .field("poll_interval", &self.poll_interval)
+            .field("max_running", &self.max_running)
+            .field("cancel_grace", &self.cancel_grace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            store: Arc::new(MemoryTaskStore::default()),
+            ttl: Some(DEFAULT_TASK_TTL),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            max_running: DEFAULT_MAX_RUNNING,
+            cancel_grace: DEFAULT_CANCEL_GRACE,
+        }
+    }
+}
+
+impl TaskConfig {
+    /// Keeps tasks in `store`.
+    pub fn store(mut self, store: impl TaskStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// Sets how long a task lives.
+    pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Sets the polling interval suggested to clients.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// Sets how many tasks may run at once.
+    pub fn max_running(mut self, max: usize) -> Self {
+        self.max_running = max;
+        self
+    }
+
+    /// Sets how long cancelled work may take to stop.
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
+        self
+    }
+}
+
+/// Every change of a stored task, for `notifications/tasks`.
+#[derive(Clone)]
+pub(crate) struct TaskStatusBroadcast {
+    tx: broadcast::Sender<Arc<TaskRecord>>,
+}
+
+impl TaskStatusBroadcast {
+    fn new() -> Self {
+        TaskStatusBroadcast {
+            tx: broadcast::channel(256).0,
+        }
+    }
+
+    fn send(&self, record: &TaskRecord) {
+        let _ = self.tx.send(Arc::new(record.clone()));
+    }
+}
+
+/// What a task's handler works with: progress, questions to the user, and cancellation.
+///
+/// A handler parameter. When the call runs as a task, [`ask`](Self::ask) puts a question
+/// out through `tasks/get` (`input_required`) and resolves when the client answers with
+/// `tasks/update`; [`progress`](Self::progress) sets the task's `statusMessage`. When the
+/// call runs as an ordinary call (a [`TaskSupport::Optional`] tool and a client without the
+/// extension), progress goes out as `notifications/progress` if the client asked for it, and
+/// `ask` fails with [`TaskError::NotATask`]: ask those questions before the body, as
+/// [`Answer<Q>`](crate::server::mrtr::Answer) parameters.
+///
+/// ```
+/// use arctern::server::tasks::{TaskError, TaskHandle};
+/// use arctern::server::mrtr::Ask;
+///
+/// async fn migrate(task: TaskHandle) -> Result<String, TaskError> {
+///     for step in 1..=3 {
+///         task.progress(step, Some(3), format!("step {step} of 3")).await;
+///         if task.is_cancelled() {
+///             return Ok("stopped".into());
+///         }
+///     }
+///     let go = task.ask(Ask::confirm("go", "Switch traffic to the new schema?")).await?;
+///     Ok(if go { "switched" } else { "kept the old schema" }.into())
+/// }
+/// ```
+#[derive(Clone)]
+pub struct TaskHandle {
+    live: Option<Arc<LiveTask>>,
+    ctx: RequestContext,
+}
+
+impl fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("task", &self.live.as_ref().map(|l| &l.id))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> FromCall<S> for TaskHandle {
+    fn from_call(parts: &mut CallParts, _state: &S) -> Extracted<Self> {
+        Extracted::Ready(TaskHandle {
+            live: parts.task.as_ref().map(|seat| seat.live.clone()),
+            ctx: parts.ctx.clone(),
+        })
+    }
+}
+
+/// Why a question asked in a task got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// The call is not running as a task, so it cannot ask mid-way.
+    NotATask,
+    /// The user declined (or, `declined: false`, dismissed) the question under `key`.
+    Refused {
+        /// The question's key.
+        key: String,
+        /// Declined explicitly (`false`: dismissed).
+        declined: bool,
+    },
+    /// The question cannot be asked (a form type that is not a flat struct...).
+    Invalid(String),
+    /// The task was cancelled (or the server is shutting down).
+    Cancelled,
+}
+
+impl fmt::Display for TaskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaskError::NotATask => {
+                f.write_str("the call is not running as a task, so it cannot ask mid-way")
+            }
+            TaskError::Refused {
+                key,
+                declined: true,
+            } => write!(f, "the user declined the question {key:?}"),
+            TaskError::Refused {
+                key,
+                declined: false,
+            } => write!(f, "the user dismissed the question {key:?}"),
+            TaskError::Invalid(why) => write!(f, "the question cannot be asked: {why}"),
+            TaskError::Cancelled => f.write_str("the task was cancelled"),
+        }
+    }
+}
+
+impl std::error::Error for TaskError {}
+
+impl TaskHandle {
+    /// The task's id, when the call runs as a task.
+    pub fn id(&self) -> Option<&str> {
+        self.live.as_ref().map(|l| l.id.as_str())
+    }
+
+    /// Whether the call runs as a task.
+    pub fn is_task(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// The context of the `tools/call` that started the work.
+    pub fn context(&self) -> &RequestContext {
+        &self.ctx
+    }
+
+    /// Whether the client cancelled the task (or the call), or the server is shutting down.
+    pub fn is_cancelled(&self) -> bool {
+        match &self.live {
+            Some(live) => live.cancel.is_cancelled(),
+            None => self.ctx.is_cancelled(),
+        }
+    }
+
+    /// Resolves when the work should stop (see [`is_cancelled`](Self::is_cancelled)).
+    pub async fn cancelled(&self) {
+        match &self.live {
+            Some(live) => live.cancel.cancelled().await,
+            None => self.ctx.cancellation().cancelled().await,
+        }
+    }
+
+    /// Sets the task's `statusMessage`.
+    pub async fn status(&self, message: impl Into<String>) {
+        let message = message.into();
+        if let Some(live) = &self.live {
+            live.modify(|r| r.status_message = Some(message)).await;
+        }
+    }
+
+    /// Reports progress: `done` of `total` (if known) with a message. In a task it becomes
+    /// the `statusMessage` (`"[done/total] message"`); in an ordinary call, a progress
+    /// notification.
+    pub async fn progress(&self, done: u64, total: Option<u64>, message: impl Into<String>) {
+        let message = message.into();
+        match &self.live {
+            Some(live) => {
+                let text = match total {
+                    Some(total) => format!("[{done}/{total}] {message}"),
+                    None => format!("[{done}] {message}"),
+                };
+                live.modify(|r| r.status_message = Some(text)).await;
+            }
+            None => {
+                #[allow(clippy::cast_precision_loss)]
+                let _ = self
+                    .ctx
+                    .progress(done as f64, total.map(|t| t as f64), Some(&message))
+                    .await;
+            }
+        }
+    }
+
+    /// Asks the user (or the client) `ask` and waits for the answer. The task is
+    /// `input_required` until the client answers through `tasks/update`. An answer that
+    /// does not fit the question is refused and the question asked again (under a new key)
+    /// with the reason; a declined or dismissed question is [`TaskError::Refused`].
+    ///
+    /// Questions asked at the same time (`tokio::join!`) are outstanding together; the
+    /// client may answer them one by one.
+    pub async fn ask<A>(&self, ask: Ask<A>) -> Result<A, TaskError> {
+        let Some(live) = &self.live else {
+            return Err(TaskError::NotATask);
+        };
+        let (key, question, read) = ask.into_parts();
+        let question = question.map_err(|why| TaskError::Invalid(why.to_string()))?;
+        let mut asked = question.clone();
+        loop {
+            let wire_key = live.fresh_key(&key);
+            let rx = live.ask(wire_key.clone(), asked.clone()).await;
+            let mut pending = Withdraw {
+                live: live.clone(),
+                key: Some(wire_key),
+            };
+            let answer = tokio::select! {
+                answer = rx => answer.ok(),
+                () = live.cancel.cancelled() => None,
+            };
+            pending.key = None;
+            let Some(answer) = answer else {
+                return Err(TaskError::Cancelled);
+            };
+            if let InputResponse::Elicit(e) = &answer
+                && e.action != ElicitAction::Accept
+            {
+                return Err(TaskError::Refused {
+                    key: key.into_owned(),
+                    declined: e.action == ElicitAction::Decline,
+                });
+            }
+            let why = match check_answer(&question, &answer) {
+                Ok(()) => match read(&key, &answer) {
+                    Ok(value) => return Ok(value),
+                    Err(why) => why,
+                },
+                Err(why) => why,
+            };
+            tracing::debug!(key = %key, reason = %why, "refused an answer to a task question");
+            asked = question_with_reason(
+                &question,
+                &format!("The previous answer was not accepted: {why}."),
+            );
+        }
+    }
+}
+
+/// Withdraws an outstanding question when the future asking it is dropped.
+struct Withdraw {
+    live: Arc<LiveTask>,
+    key: Option<String>,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            let live = self.live.clone();
+            rt.spawn(async move { live.withdraw(&key).await });
+        }
+    }
+}
+
+/// A `tools/call`'s access to the server's tasks.
+#[derive(Clone)]
+pub(crate) struct TaskAccess {
+    pub(crate) runtime: Arc<TaskRuntime>,
+    /// Who makes the request (tasks are bound to it).
+    pub(crate) principal: Option<String>,
+    /// Whether the request declared the extension (only then may it get a task).
+    pub(crate) declared: bool,
+}
+
+/// `-32021` for a request that needs the tasks extension and did not declare it.
+pub(crate) fn missing_extension() -> arctern_types::ErrorObject {
+    arctern_types::ErrorObject::missing_client_capability(serde_json::json!({
+        "extensions": { arctern_types::tasks::EXTENSION_ID: {} }
+    }))
+}
+
+/// Whether a request's envelope declares the tasks extension.
+pub(crate) fn declares_extension(meta: &arctern_types::RequestMeta) -> bool {
+    meta.client_capabilities
+        .as_ref()
+        .and_then(|c| c.extensions.as_ref())
+        .is_some_and(|e| e.contains_key(arctern_types::tasks::EXTENSION_ID))
+}
+
+/// What a call that may become a task carries to the handler: the runtime and the task it
+/// would be.
+#[derive(Clone)]
+pub(crate) struct TaskSeat {
+    pub(crate) runtime: Arc<TaskRuntime>,
+    pub(crate) live: Arc<LiveTask>,
+}
