@@ -461,6 +461,11 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         if this.enable.logging {
             caps.logging = Some(JsonObject::new());
         }
+        // Scopes are checked before any other middleware sees the call: by a guard in front
+        // of the others when there are any (or lists are filtered), otherwise by the handler
+        // where it finds the entry (no middleware hop, no second lookup per request).
+        let scope_guard = cfg!(all(feature = "auth", feature = "http"))
+            && (this.hide_unauthorized || !config.middleware.is_empty());
         let handler = McpHandler {
             inner: Arc::new(HandlerInner {
                 state: this.state,
@@ -470,19 +475,19 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 completer: this.completer,
                 page_size: this.page_size,
                 sealing,
+                scope_guard,
             }),
         };
-        #[cfg(not(all(feature = "auth", feature = "http")))]
-        let _ = this.hide_unauthorized;
-        // Scopes are checked before any other middleware sees the call.
         #[cfg(all(feature = "auth", feature = "http"))]
-        config.middleware.insert(
-            0,
-            Arc::new(super::scopes::ScopeGuard {
-                inner: handler.inner.clone(),
-                hide_unauthorized: this.hide_unauthorized,
-            }),
-        );
+        if scope_guard {
+            config.middleware.insert(
+                0,
+                Arc::new(super::scopes::ScopeGuard {
+                    inner: handler.inner.clone(),
+                    hide_unauthorized: this.hide_unauthorized,
+                }),
+            );
+        }
         let server = Server::new(handler, config);
         let _ = server
             .handler()
