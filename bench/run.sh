@@ -11,7 +11,7 @@
 # Usage: bench/run.sh [--quick] [--duration S] [--warmup S] [--repeat N]
 #                     [--pairs N] [--pair-duration S] [--streams N] [--publishes N]
 #                     [--peers ceiling,arctern,rmcp,typescript,python]
-#                     [--scenarios echo,floor,confirm,many,stdio,startup,streams,micro]
+#                     [--scenarios echo,floor,confirm,https,many,stdio,startup,streams,micro]
 #                     [--no-build] [--out DIR]
 #
 #   --quick          2 s per row after 0.5 s warm-up, 1 s per interleaved run, 3 start-ups,
@@ -28,6 +28,7 @@
 #   --streams        subscriptions/listen streams held open in the streams scenario
 #                    (default 10000; the script raises its open-files limit to fit)
 #   --publishes      publish calls timed in the streams scenario (default 20)
+#   --handshakes     full TLS handshakes timed before each HTTPS run (default 200)
 #   --peers          servers to measure (default: all)
 #   --scenarios      scenario groups to run (default: all)
 #                      echo     HTTP tools/call echo at 1, 8 and 32 connections
@@ -37,6 +38,10 @@
 #                               LOAD_CPU and on SERVER_CPU, and the HTTP echo at 1 connection
 #                               with the load generator on SERVER_CPU
 #                      confirm  HTTP 2-round confirm flow at 1 and 32 connections
+#                      https    echo and the confirm flow over HTTPS at 1 and 32 connections
+#                               (arctern and rmcp, both on rustls with ring; a test CA made
+#                               for the run), with HANDSHAKES full TLS handshakes timed apart
+#                               before each run
 #                      many     100 tools registered: tools/list at 32, echo at 1 and 32, and
 #                               the interleaved 2-tool / 100-tool pairs (see --pairs)
 #                      stdio    stdio echo with 1 and 32 requests in flight, and the
@@ -69,7 +74,8 @@ BUILD=1
 STREAMS=10000
 PUBLISHES=20
 PEERS="ceiling,arctern,rmcp,typescript,python"
-SCENARIOS="echo,floor,confirm,many,stdio,startup,streams,micro"
+SCENARIOS="echo,floor,confirm,https,many,stdio,startup,streams,micro"
+HANDSHAKES=200
 OUT="$BENCH_DIR/results"
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -86,6 +92,7 @@ while [ $# -gt 0 ]; do
         --pair-duration) PAIR_DURATION=$2; shift ;;
         --streams) STREAMS=$2; shift ;;
         --publishes) PUBLISHES=$2; shift ;;
+        --handshakes) HANDSHAKES=$2; shift ;;
         --peers) PEERS=$2; shift ;;
         --scenarios) SCENARIOS=$2; shift ;;
         --no-build) BUILD=0 ;;
@@ -184,19 +191,25 @@ run_load_cpu() { echo "${RUN_LOAD_CPU:-$LOAD_CPU}"; }
 FAILED=0
 
 # http_run PEER SCENARIO MODE CONNS [--many]: one fresh server, one measured run
-# (RUN_DURATION and RUN_LOAD_CPU override the duration and the load generator's core).
+# (RUN_DURATION and RUN_LOAD_CPU override the duration and the load generator's core;
+# RUN_TLS=1 serves and measures HTTPS with the run's test CA).
 http_run() {
     local peer=$1 scenario=$2 mode=$3 conns=$4 many=${5:-}
-    local load_cpu
+    local load_cpu server_tls=() load_tls=()
     load_cpu=$(run_load_cpu)
+    if [ "${RUN_TLS:-0}" = 1 ]; then
+        server_tls=(--tls-cert "$TLS_DIR/cert.pem" --tls-key "$TLS_DIR/key.pem")
+        load_tls=(--tls-ca "$TLS_DIR/ca.pem" --handshakes "$HANDSHAKES")
+    fi
     PORT=$((PORT + 1))
     # shellcheck disable=SC2046
-    taskset -c "$SERVER_CPU" $(server_cmd "$peer" --port "$PORT" $many) >>"$LOG" 2>&1 &
+    taskset -c "$SERVER_CPU" $(server_cmd "$peer" --port "$PORT" $many) "${server_tls[@]}" \
+        >>"$LOG" 2>&1 &
     local pid=$!
     if taskset -c "$load_cpu" "$TARGET/load" wait --addr "127.0.0.1:$PORT" --timeout 60; then
         taskset -c "$load_cpu" "$TARGET/load" http --peer "$peer" --scenario "$scenario" \
             --mode "$mode" --conns "$conns" --duration "$(run_duration)" --warmup "$WARMUP" \
-            --addr "127.0.0.1:$PORT" --pid "$pid" --out "$RUNS" || FAILED=1
+            --addr "127.0.0.1:$PORT" --pid "$pid" --out "$RUNS" "${load_tls[@]}" || FAILED=1
     else
         echo "$peer did not start (see $LOG)" >&2
         FAILED=1
@@ -292,6 +305,22 @@ if has "$SCENARIOS" confirm; then
             http_run "$peer" confirm confirm "$conns"
         done
     done
+fi
+
+if has "$SCENARIOS" https; then
+    say "HTTPS: echo and the confirm flow (arctern and rmcp on rustls with ring)"
+    TLS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/arctern-bench-tls.XXXXXX")
+    "$TARGET/load" tls-ca --dir "$TLS_DIR"
+    for conns in 1 32; do
+        for mode in echo confirm; do
+            for peer in $(mcp_peers); do
+                case "$peer" in
+                    arctern | rmcp) RUN_TLS=1 http_run "$peer" "https-$mode" "$mode" "$conns" ;;
+                esac
+            done
+        done
+    done
+    rm -rf "$TLS_DIR"
 fi
 
 if has "$SCENARIOS" many; then

@@ -29,6 +29,7 @@ pub mod measure;
 pub mod record;
 pub mod rss;
 pub mod stream;
+pub mod tls;
 pub mod wire;
 
 /// The protocol revision every request is sent at.

@@ -44,6 +44,21 @@ impl Tally {
         self.histogram.saturating_record(us);
     }
 
+    /// How many latencies were recorded.
+    pub fn len(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// Whether no latency was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.histogram.is_empty()
+    }
+
+    /// The latency at quantile `q` (0 to 1), microseconds.
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        self.histogram.value_at_quantile(q) as f64
+    }
+
     /// Counts one failed call, keeping its message if there is room.
     pub fn error(&mut self, message: String) {
         self.errors += 1;

@@ -85,6 +85,21 @@ pub struct RunRecord {
     /// `streams`: seconds to open every stream and receive every acknowledgement.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub open_s: f64,
+    /// HTTPS rows: full TLS handshakes timed before the measured run (a fresh TCP
+    /// connection each, no session resumption, closed right after); 0 over plain HTTP.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub handshakes: u64,
+    /// HTTPS rows: median time from starting to connect to the client's end of the TLS
+    /// handshake, microseconds.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub handshake_p50_us: f64,
+    /// HTTPS rows: 99th percentile of the handshake time, microseconds.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub handshake_p99_us: f64,
+    /// HTTPS rows: the server's CPU time per handshake (accepting the connection, the
+    /// handshake, and closing), microseconds.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub handshake_server_cpu_us: f64,
     /// Bytes of one request on the wire, when fixed (the floor); 0 when not recorded.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub request_bytes: u64,

@@ -6,9 +6,12 @@
 //! `ChangeNotifier`).
 //!
 //! ```text
-//! arctern-server [--many | --listen] (--port N | --stdio)
+//! arctern-server [--many | --listen] (--port N [--tls-cert PEM --tls-key PEM] | --stdio)
 //! arctern-server --in-process (echo | round1 | round2) [--iterations N]
 //! ```
+//!
+//! With `--tls-cert` and `--tls-key` it serves HTTPS with arctern's built-in TLS
+//! (`HttpServer::tls`, rustls on ring), otherwise the same as `serve_http`.
 //!
 //! `--in-process` serves nothing: it feeds the built server the load generator's request
 //! bytes `N` times through `Server::handle_bytes` (the engine's entry point, with the HTTP
@@ -45,6 +48,12 @@ struct Cli {
     /// Register `echo` and `publish` and enable resources (with `resources.subscribe`) instead.
     #[arg(long)]
     listen: bool,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
     /// Feed one kind of request to the server in process instead of serving.
     #[arg(long, value_enum, conflicts_with_all = ["port", "stdio", "many", "listen"])]
     in_process: Option<InProcess>,
@@ -135,6 +144,8 @@ fn server(cli: &Cli, notifier: Notifier) -> McpServer<Notifier> {
                 publish,
             )
             .enable_resources()
+            // The open-streams scenario holds 10,000 and more (the default allows 1,024).
+            .max_listen_streams(1_000_000)
     } else {
         server.tool(
             "confirm",
@@ -218,8 +229,17 @@ async fn serve(cli: &Cli) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let _ = notifier.set(server.change_notifier());
-    let served = match cli.port {
-        Some(port) if !cli.stdio => server.serve_http(("127.0.0.1", port)).await,
+    let served = match (cli.port, &cli.tls_cert, &cli.tls_key) {
+        (Some(port), Some(cert), Some(key)) if !cli.stdio => {
+            arctern::transport::http::HttpServer::new(server)
+                .bind(("127.0.0.1", port))
+                .tls(arctern::transport::http::TlsConfig::from_pem_files(
+                    cert, key,
+                ))
+                .serve()
+                .await
+        }
+        (Some(port), _, _) if !cli.stdio => server.serve_http(("127.0.0.1", port)).await,
         _ => server.serve_stdio().await,
     };
     served.map_err(|e| e.to_string())

@@ -15,6 +15,12 @@
 //!   the listen resource), reads the server's RSS before and with them open, then times
 //!   `publish` calls from sending each to the update's arrival on every stream.
 //! * `wait` — waits until a TCP port accepts connections (used by `run.sh`).
+//! * `tls-ca` — makes a test CA and a server certificate for `127.0.0.1` (the HTTPS rows).
+//!
+//! With `--tls-ca`, `http` speaks HTTPS (rustls on ring, trusting only that CA, no session
+//! resumption): before the measured run it times `--handshakes` full handshakes one after
+//! the other on fresh connections, with the server's CPU time over them, so that the
+//! handshake is reported apart from the per-call cost of the keep-alive connections.
 //!
 //! Every reply is checked (status, id, content); failures are counted and reported, and
 //! `run.sh` marks a run with errors as failed.
@@ -37,9 +43,11 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST};
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
+use tokio_util::either::Either;
 
 /// How long a single request may take before it counts as failed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -61,6 +69,12 @@ enum Cmd {
     Startup(StartupArgs),
     /// Idle `subscriptions/listen` streams: memory per stream and publish-to-delivery time.
     Streams(StreamsArgs),
+    /// Make a test CA and a server certificate for 127.0.0.1 signed by it.
+    TlsCa {
+        /// Where `ca.pem`, `cert.pem` (leaf, then CA) and `key.pem` go.
+        #[arg(long)]
+        dir: PathBuf,
+    },
     /// Wait until a TCP address accepts connections.
     Wait {
         /// The address, such as 127.0.0.1:8000.
@@ -133,6 +147,12 @@ struct HttpArgs {
     /// The server's process id, for RSS sampling.
     #[arg(long)]
     pid: Option<u32>,
+    /// Speak HTTPS, trusting only the CA certificate in this PEM file.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+    /// With `--tls-ca`: full handshakes timed before the measured run.
+    #[arg(long, default_value_t = 200)]
+    handshakes: u64,
 }
 
 #[derive(Args)]
@@ -225,6 +245,7 @@ fn main() -> ExitCode {
             Cmd::Stdio(args) => run_stdio(args).await,
             Cmd::Startup(args) => run_startup(args).await,
             Cmd::Streams(args) => run_streams(args).await,
+            Cmd::TlsCa { dir } => arctern_bench::tls::make_test_ca(&dir).map(|()| None),
             Cmd::Wait { addr, timeout } => wait_for(addr, Duration::from_secs_f64(timeout))
                 .await
                 .map(|_| None),
@@ -294,17 +315,57 @@ struct HttpTarget {
     path: String,
     mode: Mode,
     expect_tools: usize,
+    /// HTTPS: the connector, and the name the certificate must carry.
+    tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
 }
 
-async fn connect(addr: SocketAddr) -> Result<SendRequest<Full<Bytes>>, BoxError> {
-    let stream = TcpStream::connect(addr).await?;
+/// A TCP connection to the target with `TCP_NODELAY`, and over HTTPS its TLS handshake.
+async fn connect_stream(
+    target: &HttpTarget,
+) -> Result<Either<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>, BoxError> {
+    let stream = TcpStream::connect(target.addr).await?;
     stream.set_nodelay(true)?;
+    Ok(match &target.tls {
+        None => Either::Left(stream),
+        Some((connector, name)) => Either::Right(connector.connect(name.clone(), stream).await?),
+    })
+}
+
+async fn connect(target: &HttpTarget) -> Result<SendRequest<Full<Bytes>>, BoxError> {
+    let stream = connect_stream(target).await?;
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(async move {
         // Ends when the sender is dropped or the server closes the connection.
         let _ = connection.await;
     });
     Ok(sender)
+}
+
+/// Times `count` full TLS handshakes one after the other, each on a fresh connection closed
+/// right after, and the server's CPU time over them: (latencies, server CPU per handshake
+/// in microseconds, or 0 when unknown).
+async fn time_handshakes(
+    target: &HttpTarget,
+    count: u64,
+    pid: Option<u32>,
+) -> Result<(Tally, f64), BoxError> {
+    let mut tally = Tally::new();
+    let before = pid.and_then(process_cpu);
+    for _ in 0..count {
+        let started = Instant::now();
+        let mut stream = connect_stream(target).await?;
+        tally.record(started.elapsed());
+        // close_notify and FIN, so that the server finishes with the connection now.
+        let _ = stream.shutdown().await;
+    }
+    // Let the server see the last close before reading its clock.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after = pid.and_then(process_cpu);
+    let cpu = match (before, after) {
+        (Some(b), Some(a)) if count > 0 => a.saturating_sub(b).as_secs_f64() * 1e6 / count as f64,
+        _ => 0.0,
+    };
+    Ok((tally, cpu))
 }
 
 /// Why a call failed: the connection is unusable, or the reply was wrong.
@@ -434,7 +495,7 @@ async fn http_worker(
             Err(CallError::Reply(m)) => tally.error(m),
             Err(e @ CallError::Transport(_)) => {
                 tally.error(e.message());
-                match connect(target.addr).await {
+                match connect(&target).await {
                     Ok(fresh) => sender = fresh,
                     Err(e) => {
                         tally.error(format!("reconnect failed: {e}"));
@@ -456,18 +517,33 @@ async fn run_http(args: HttpArgs) -> Result<Option<RunRecord>, BoxError> {
         expect_tools,
         conns,
         pid,
+        tls_ca,
+        handshakes,
     } = args;
+    let tls = match &tls_ca {
+        Some(ca) => {
+            let config = arctern_bench::tls::client_config(ca)?;
+            let name = ServerName::IpAddress(addr.ip().into());
+            Some((tokio_rustls::TlsConnector::from(config), name))
+        }
+        None => None,
+    };
     let target = Arc::new(HttpTarget {
         addr,
         host: addr.to_string(),
         path,
         mode,
         expect_tools,
+        tls,
     });
     let rss_idle = pid.and_then(vm_rss_kib).unwrap_or(0);
+    let handshake = match &target.tls {
+        Some(_) if handshakes > 0 => Some(time_handshakes(&target, handshakes, pid).await?),
+        _ => None,
+    };
     let mut senders = Vec::with_capacity(conns as usize);
     for _ in 0..conns {
-        senders.push(connect(addr).await?);
+        senders.push(connect(&target).await?);
     }
     let sampler = pid.map(Sampler::start);
     let window = Window::after_warmup(common.warmup, common.duration);
@@ -498,11 +574,24 @@ async fn run_http(args: HttpArgs) -> Result<Option<RunRecord>, BoxError> {
         rss_idle_kib: rss_idle,
         rss_peak_kib: rss_peak.max(rss_after),
         rss_after_kib: rss_after,
+        handshakes: handshake.as_ref().map_or(0, |(t, _)| t.len()),
+        handshake_p50_us: handshake.as_ref().map_or(0.0, |(t, _)| t.quantile_us(0.5)),
+        handshake_p99_us: handshake.as_ref().map_or(0.0, |(t, _)| t.quantile_us(0.99)),
+        handshake_server_cpu_us: handshake.as_ref().map_or(0.0, |(_, cpu)| *cpu),
         ..RunRecord::default()
     };
     let record = cpu
         .finish(tally.into_record(base, window.end - window.start), window)
         .await;
+    if record.handshakes > 0 {
+        println!(
+            "    TLS handshakes: {} (p50 {:.0} us, p99 {:.0} us, server cpu {:.1} us each)",
+            record.handshakes,
+            record.handshake_p50_us,
+            record.handshake_p99_us,
+            record.handshake_server_cpu_us
+        );
+    }
     finish(record, common.out.as_ref())
 }
 
@@ -693,6 +782,7 @@ async fn start_once(args: &StartupArgs) -> Result<(Duration, u64), String> {
                 path: "/mcp".into(),
                 mode: Mode::Echo,
                 expect_tools: 0,
+                tls: None,
             };
             let first = async {
                 let stream = wait_for(addr, REQUEST_TIMEOUT)
@@ -886,8 +976,9 @@ async fn run_streams(args: StreamsArgs) -> Result<Option<RunRecord>, BoxError> {
         path: args.path.clone(),
         mode: Mode::Echo,
         expect_tools: 0,
+        tls: None,
     };
-    let mut trigger = connect(args.addr).await?;
+    let mut trigger = connect(&target).await?;
     let mut seq = u64::from(args.streams);
     let mut publish = async |sender: &mut SendRequest<Full<Bytes>>| -> Result<(), String> {
         seq += 1;

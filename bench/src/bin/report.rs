@@ -73,7 +73,7 @@ fn peer_columns(first: &'static str) -> Vec<&'static str> {
 }
 
 /// The throughput scenarios, in table order: (scenario, concurrency, description).
-const ROWS: [(&str, u32, &str); 11] = [
+const ROWS: [(&str, u32, &str); 15] = [
     ("echo", 1, "HTTP `tools/call` echo, 1 connection"),
     (
         SAME_CORE,
@@ -84,6 +84,18 @@ const ROWS: [(&str, u32, &str); 11] = [
     ("echo", 32, "HTTP `tools/call` echo, 32 connections"),
     ("confirm", 1, "HTTP 2-round `confirm` flow, 1 connection"),
     ("confirm", 32, "HTTP 2-round `confirm` flow, 32 connections"),
+    ("https-echo", 1, "HTTPS `tools/call` echo, 1 connection"),
+    ("https-echo", 32, "HTTPS `tools/call` echo, 32 connections"),
+    (
+        "https-confirm",
+        1,
+        "HTTPS 2-round `confirm` flow, 1 connection",
+    ),
+    (
+        "https-confirm",
+        32,
+        "HTTPS 2-round `confirm` flow, 32 connections",
+    ),
     (
         "list100",
         32,
@@ -1050,6 +1062,83 @@ fn cell(run: Option<&RunRecord>) -> String {
     }
 }
 
+/// The HTTPS rows' plain-HTTP twins: (HTTPS scenario, HTTP scenario, what a call is).
+const HTTPS_TWINS: [(&str, &str, &str); 2] = [
+    ("https-echo", "echo", "echo"),
+    ("https-confirm", "confirm", "`confirm` flow"),
+];
+
+/// The handshakes of the HTTPS runs, and what TLS adds to a call's server CPU.
+fn https_table(md: &mut String, runs: &Runs) {
+    let peers = ["arctern", "rmcp"];
+    if !HTTPS_TWINS.iter().any(|(https, _, _)| {
+        peers
+            .iter()
+            .any(|p| runs.ok(p, https, 1).or(runs.ok(p, https, 32)).is_some())
+    }) {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n### HTTPS: the handshake apart from the calls\n\n\
+         Both servers on rustls with the ring provider (arctern's built-in TLS; rmcp behind \
+         `tokio-rustls` with the same configuration), a test CA made for the run, an ECDSA \
+         P-256 certificate. Before each HTTPS run the load generator times full handshakes \
+         one after the other (a fresh TCP connection each, no session resumption, closed \
+         right after): p50 / p99 from connecting to the client's end of the handshake, and \
+         the server's CPU time per handshake. The last columns are what TLS adds to the \
+         server's CPU per call on keep-alive connections: HTTPS minus HTTP in the same run.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| run | handshakes | arctern handshake (p50 / p99) | rmcp handshake (p50 / p99) | arctern server CPU per handshake | rmcp server CPU per handshake | TLS per call, arctern | TLS per call, rmcp |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (https, http, what) in HTTPS_TWINS {
+        for c in [1, 32] {
+            let run = |p| runs.ok(p, https, c);
+            if peers.iter().all(|p| run(p).is_none()) {
+                continue;
+            }
+            let count = peers
+                .iter()
+                .filter_map(|p| run(p))
+                .map(|r| r.handshakes)
+                .max()
+                .unwrap_or(0);
+            let hs = |p| match run(p) {
+                Some(r) if r.handshakes > 0 => format!(
+                    "{} / {}",
+                    fmt_us(r.handshake_p50_us),
+                    fmt_us(r.handshake_p99_us)
+                ),
+                _ => "–".into(),
+            };
+            let hs_cpu = |p| match run(p) {
+                Some(r) if r.handshake_server_cpu_us > 0.0 => {
+                    format!("{:.0} µs", r.handshake_server_cpu_us)
+                }
+                _ => "–".into(),
+            };
+            let added = |p| match (cpu_per_call(run(p)), cpu_per_call(runs.ok(p, http, c))) {
+                (Some(tls), Some(plain)) => format!("{:+.1} µs", tls - plain),
+                _ => "–".into(),
+            };
+            let conns = if c == 1 { "connection" } else { "connections" };
+            let _ = writeln!(
+                md,
+                "| {what}, {c} {conns} | {count} | {} | {} | {} | {} | {} | {} |",
+                hs("arctern"),
+                hs("rmcp"),
+                hs_cpu("arctern"),
+                hs_cpu("rmcp"),
+                added("arctern"),
+                added("rmcp"),
+            );
+        }
+    }
+}
+
 fn markdown(
     runs: &Runs,
     micro: &BTreeMap<String, f64>,
@@ -1103,12 +1192,7 @@ fn markdown(
         );
         let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
-    let _ = writeln!(
-        md,
-        "\nHTTPS rows (echo and `confirm` over TLS at 1 and 32 connections, arctern and rmcp \
-         both on rustls, the handshake measured apart from the per-call cost) come when \
-         arctern's client and server speak TLS."
-    );
+    https_table(&mut md, runs);
 
     let _ = writeln!(
         md,

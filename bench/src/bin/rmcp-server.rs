@@ -17,8 +17,13 @@
 //! (which checks the accepted filter and stamps the subscription id); `publish` sends on
 //! that channel.
 //!
+//! With `--tls-cert` and `--tls-key` it serves HTTPS: the accepted socket goes through
+//! `tokio-rustls` with the same rustls configuration as arctern's built-in TLS (ring, TLS 1.2
+//! and 1.3, ALPN `http/1.1`), then to the same hyper connection as over plain HTTP. rmcp has
+//! no TLS of its own; this is the thinnest way to put it behind rustls.
+//!
 //! ```text
-//! rmcp-server [--many | --listen] (--port N | --stdio)
+//! rmcp-server [--many | --listen] (--port N [--tls-cert PEM --tls-key PEM] | --stdio)
 //! ```
 
 use std::io::Read as _;
@@ -62,6 +67,12 @@ struct Cli {
     /// Register `echo` and `publish` and advertise `resources.subscribe` instead.
     #[arg(long)]
     listen: bool,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
 }
 
 /// Updates queued for the listen streams; a stream further behind skips the ones it missed.
@@ -246,7 +257,11 @@ impl ServerHandler for RmcpBench {
     }
 }
 
-async fn serve_http(server: RmcpBench, port: u16) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve_http(
+    server: RmcpBench,
+    port: u16,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let config = StreamableHttpServerConfig::default()
         .with_json_response(true)
         .with_legacy_session_mode(false);
@@ -260,11 +275,16 @@ async fn serve_http(server: RmcpBench, port: u16) -> Result<(), Box<dyn std::err
         let (stream, _) = listener.accept().await?;
         stream.set_nodelay(true)?;
         let service = TowerToHyperService::new(service.clone());
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let _ = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let http = http1::Builder::new().keep_alive(true).clone();
+            let _ = match tls {
+                None => http.serve_connection(TokioIo::new(stream), service).await,
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(stream) => http.serve_connection(TokioIo::new(stream), service).await,
+                    Err(_) => return,
+                },
+            };
         });
     }
 }
@@ -279,7 +299,16 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let served = match RmcpBench::new(&cli) {
         Ok(server) => match cli.port {
-            Some(port) if !cli.stdio => serve_http(server, port).await,
+            Some(port) if !cli.stdio => match (&cli.tls_cert, &cli.tls_key) {
+                (Some(cert), Some(key)) => match arctern_bench::tls::server_config(cert, key) {
+                    Ok(config) => {
+                        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+                        serve_http(server, port, Some(acceptor)).await
+                    }
+                    Err(e) => Err(e.to_string().into()),
+                },
+                _ => serve_http(server, port, None).await,
+            },
             _ => serve_stdio(server).await,
         },
         Err(e) => Err(e),

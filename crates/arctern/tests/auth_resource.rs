@@ -1178,6 +1178,87 @@ async fn scopes_are_enforced_on_legacy_sessions_too() {
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
 }
 
+/// With middleware of its own a server checks scopes in a guard in front of it (the
+/// middleware never sees a refused call); without, the handler checks where it finds the
+/// entry. Either way an entry added while the server runs is checked too.
+#[tokio::test]
+async fn scopes_are_checked_before_other_middleware_and_for_entries_added_later() {
+    use std::sync::{Arc, Mutex};
+
+    use arctern::server::ToolSpec;
+    use arctern::server::middleware::{Call, Next, from_fn};
+
+    let auth = TestAuthServer::start().await.unwrap();
+    for layered in [false, true] {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let mut builder = McpServer::new("scoped").tool("whoami", "Who is calling.", whoami);
+        if layered {
+            let seen = seen.clone();
+            builder = builder.layer(from_fn(move |call: Call, next: Next| {
+                let seen = seen.clone();
+                async move {
+                    if let Some(target) = call.target() {
+                        seen.lock().unwrap().push(target.to_owned());
+                    }
+                    next.run(call).await
+                }
+            }));
+        }
+        let server = builder.build().unwrap();
+        let handler = server.handler().clone();
+        let p = serve_server(server, |resource| {
+            ProtectedResource::builder(resource)
+                .authorization_server(auth.issuer())
+                .required_scopes(["mcp:tools"])
+                .verifier(auth.jwt_verifier(resource).build().unwrap())
+                .build()
+                .unwrap()
+        })
+        .await;
+        handler
+            .add_tool(
+                ToolSpec::new("late")
+                    .description("Added while serving.")
+                    .scopes(["late:use"]),
+                || async { "late" },
+            )
+            .unwrap();
+        let basic = p.token(&auth, &["mcp:tools"]);
+        let reply = p
+            .rpc(
+                &basic,
+                "tools/call",
+                json!({"name": "late", "arguments": {}}),
+            )
+            .await;
+        assert_insufficient_scope(&p, &reply, "mcp:tools late:use");
+        assert_eq!(
+            message(&reply)["error"]["data"]["requiredScopes"],
+            json!(["late:use"])
+        );
+        let reply = p
+            .rpc(
+                &basic,
+                "tools/call",
+                json!({"name": "whoami", "arguments": {}}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        let granted = p.token(&auth, &["mcp:tools", "late:use"]);
+        let reply = p
+            .rpc(
+                &granted,
+                "tools/call",
+                json!({"name": "late", "arguments": {}}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        assert_eq!(message(&reply)["result"]["content"][0]["text"], "late");
+        let expected: &[&str] = if layered { &["whoami", "late"] } else { &[] };
+        assert_eq!(*seen.lock().unwrap(), expected, "layered: {layered}");
+    }
+}
+
 #[tokio::test]
 async fn a_legacy_session_belongs_to_the_token_that_opened_it() {
     let auth = TestAuthServer::start().await.unwrap();

@@ -859,3 +859,64 @@ async fn throughput_pipelined_calls() {
     drop(writer.await.unwrap());
     served.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn listen_streams_over_the_limit_are_refused_until_one_closes() {
+    let server = McpServer::new("listen-limit")
+        .tool(
+            "echo",
+            "Echoes.",
+            |Args(e): Args<Echo>| async move { e.text },
+        )
+        .max_listen_streams(2)
+        .build()
+        .expect("the test server builds");
+    assert_eq!(server.config().max_listen_streams, 2);
+    let mut client = Client::start(server.clone());
+    for id in ["a", "b"] {
+        client.send(&listen(id)).await;
+        let ack = client.recv().await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(
+            ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            id
+        );
+    }
+    client.send(&listen("c")).await;
+    let refused = client.recv().await;
+    assert_eq!(refused["id"], "c");
+    assert_eq!(refused["error"]["code"], -32603);
+    assert_eq!(refused["error"]["data"], json!({"maxListenStreams": 2}));
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("allows 2"),
+        "{refused}"
+    );
+
+    // Closing one frees its place.
+    client.send(&cancel("a")).await;
+    tokio::time::timeout(PATIENCE, async {
+        while server.change_notifier().listeners() > 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the cancelled stream closed");
+    client.send(&listen("d")).await;
+    let ack = client.recv().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "d"
+    );
+    server.shutdown();
+    let (rest, result) = client.finish().await;
+    assert_eq!(
+        rest.len(),
+        2,
+        "the open streams end with their results: {rest:?}"
+    );
+    result.unwrap();
+}

@@ -152,6 +152,10 @@ pub struct ServerConfig {
     /// Makes each multi round-trip flow complete at most once (needs sealing; see
     /// [`OneTimeStore`]). Off by default.
     pub one_time: Option<Arc<dyn OneTimeStore>>,
+    /// The most `subscriptions/listen` streams open at once, over every connection
+    /// (default [`DEFAULT_MAX_LISTEN_STREAMS`]). One more is refused with a `-32603` error
+    /// naming the limit; each idle stream holds a connection and about 12 KiB.
+    pub max_listen_streams: usize,
     /// Runs tools as tasks (the tasks extension; advertised in `server/discover` when set).
     /// Off by default; an [`McpServer`](super::McpServer) with a task tool turns it on.
     pub tasks: Option<super::tasks::TaskConfig>,
@@ -160,6 +164,9 @@ pub struct ServerConfig {
     #[cfg(feature = "otel")]
     pub telemetry: Option<crate::otel::ServerTelemetry>,
 }
+
+/// The default of [`ServerConfig::max_listen_streams`].
+pub const DEFAULT_MAX_LISTEN_STREAMS: usize = 1024;
 
 impl fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -179,6 +186,7 @@ impl fmt::Debug for ServerConfig {
             .field("subscriptions", &self.subscriptions)
             .field("change_bus", &self.change_bus)
             .field("one_time", &self.one_time.is_some())
+            .field("max_listen_streams", &self.max_listen_streams)
             .field("tasks", &self.tasks)
             .finish_non_exhaustive()
     }
@@ -218,6 +226,7 @@ impl ServerConfig {
             subscriptions: SubscriptionPolicy::default(),
             change_bus: Arc::new(LocalChangeBus::default()),
             one_time: None,
+            max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
             tasks: None,
             #[cfg(feature = "otel")]
             telemetry: Some(crate::otel::ServerTelemetry::global()),
@@ -329,6 +338,13 @@ impl ServerConfig {
     /// fixed request-state error. Needs request-state sealing.
     pub fn one_time_store(mut self, store: impl OneTimeStore) -> Self {
         self.one_time = Some(Arc::new(store));
+        self
+    }
+
+    /// Sets the most `subscriptions/listen` streams open at once (see
+    /// [`max_listen_streams`](Self::max_listen_streams)).
+    pub fn max_listen_streams(mut self, limit: usize) -> Self {
+        self.max_listen_streams = limit;
         self
     }
 

@@ -41,7 +41,7 @@ pub mod mrtr;
 pub mod tasks;
 
 pub use crate::Outcome;
-pub use config::{CacheHint, CachePolicy, PrincipalHook, ServerConfig};
+pub use config::{CacheHint, CachePolicy, DEFAULT_MAX_LISTEN_STREAMS, PrincipalHook, ServerConfig};
 pub use context::{Principal, RequestContext};
 pub use engine::Server;
 pub use handler::{Handler, HandlerResult, resource_not_found};

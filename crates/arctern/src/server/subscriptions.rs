@@ -1,8 +1,10 @@
 //! `subscriptions/listen`: long-lived streams of list-change and resource-update
 //! notifications.
 
+use std::cell::RefCell;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use arctern_types::capabilities::ServerCapabilities;
 use arctern_types::meta::SUBSCRIPTION_ID_KEY;
@@ -316,6 +318,101 @@ impl Subscriber<'_> {
     }
 }
 
+/// A notification's bytes around the subscription id in its `_meta`.
+#[derive(Debug)]
+struct Template {
+    /// Everything before the id (`{"jsonrpc":"2.0","method":…,"params":{…"_meta":{"…":`).
+    head: Vec<u8>,
+}
+
+/// What follows the id: the end of `_meta`, of `params` and of the message.
+const TEMPLATE_TAIL: &[u8] = b"}}}";
+
+/// The list-change notifications, which never vary: rendered once per process.
+static TOOLS_CHANGED: LazyLock<Arc<Template>> = LazyLock::new(|| {
+    Arc::new(Template::new(
+        methods::NOTIFICATIONS_TOOLS_LIST_CHANGED,
+        None,
+    ))
+});
+static PROMPTS_CHANGED: LazyLock<Arc<Template>> = LazyLock::new(|| {
+    Arc::new(Template::new(
+        methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+        None,
+    ))
+});
+static RESOURCES_CHANGED: LazyLock<Arc<Template>> = LazyLock::new(|| {
+    Arc::new(Template::new(
+        methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+        None,
+    ))
+});
+
+thread_local! {
+    /// Per thread: the last resource update rendered, with its URI. One update reaches every
+    /// stream as clones of the same `Change` (the bus carries changes, not bytes), so all
+    /// but the first stream a thread serves reuse its rendering.
+    static LAST_UPDATE: RefCell<Option<(Arc<str>, Arc<Template>)>> = const { RefCell::new(None) };
+}
+
+impl Template {
+    /// The notification of `change` (whether any stream asked for it is up to each stream),
+    /// rendered once and shared (see [`LAST_UPDATE`]).
+    fn of(change: &Change) -> Arc<Template> {
+        match change {
+            Change::ToolsListChanged => TOOLS_CHANGED.clone(),
+            Change::PromptsListChanged => PROMPTS_CHANGED.clone(),
+            Change::ResourcesListChanged => RESOURCES_CHANGED.clone(),
+            Change::ResourceUpdated(uri) => LAST_UPDATE.with_borrow_mut(|last| {
+                if let Some((seen, template)) = last
+                    && (Arc::ptr_eq(seen, uri) || **seen == **uri)
+                {
+                    return template.clone();
+                }
+                let template = Arc::new(Self::new(
+                    methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                    Some(uri),
+                ));
+                *last = Some((uri.clone(), template.clone()));
+                template
+            }),
+        }
+    }
+
+    /// `{"jsonrpc":"2.0","method":METHOD,"params":{["uri":URI,]"_meta":{KEY:` — the bytes a
+    /// `json!` value of the same notification serializes to, up to the id.
+    fn new(method: &str, uri: Option<&str>) -> Template {
+        let mut head = Vec::with_capacity(128);
+        head.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+        write_json(&mut head, method);
+        head.extend_from_slice(br#","params":{"#);
+        if let Some(uri) = uri {
+            head.extend_from_slice(br#""uri":"#);
+            write_json(&mut head, uri);
+            head.push(b',');
+        }
+        head.extend_from_slice(br#""_meta":{"#);
+        write_json(&mut head, SUBSCRIPTION_ID_KEY);
+        head.push(b':');
+        Template { head }
+    }
+
+    /// The notification for the stream whose id serializes to `id`.
+    fn splice(&self, id: &[u8]) -> Bytes {
+        let mut out = Vec::with_capacity(self.head.len() + id.len() + TEMPLATE_TAIL.len());
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(id);
+        out.extend_from_slice(TEMPLATE_TAIL);
+        Bytes::from(out)
+    }
+}
+
+/// Appends `s` as a JSON string.
+fn write_json(out: &mut Vec<u8>, s: &str) {
+    // Writing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
 /// Serializes the graceful final result of a listen stream.
 pub(crate) type Encoder = Arc<dyn Fn(&RequestId) -> Bytes + Send + Sync>;
 
@@ -336,16 +433,38 @@ pub(crate) fn listen_supported(caps: &ServerCapabilities) -> bool {
 #[derive(Debug)]
 pub(crate) struct ChangeBroker {
     bus: Arc<dyn ChangeBus>,
+    /// Open `subscriptions/listen` streams.
+    open: Arc<AtomicUsize>,
+}
+
+/// A `subscriptions/listen` request over the server's limit on open streams.
+#[derive(Debug)]
+pub(crate) struct TooManyStreams {
+    /// The limit.
+    pub(crate) limit: usize,
 }
 
 impl ChangeBroker {
     pub(crate) fn new(bus: Arc<dyn ChangeBus>) -> Self {
-        ChangeBroker { bus }
+        ChangeBroker {
+            bus,
+            open: Arc::new(AtomicUsize::new(0)),
+        }
     }
 
     /// A receiver of every change from now on (a legacy session's forwarder).
     pub(crate) fn subscribe(&self) -> ChangeReceiver {
         self.bus.subscribe()
+    }
+
+    /// Counts a stream about to open against `limit`; the slot frees when the guard drops.
+    pub(crate) fn reserve(&self, limit: usize) -> Result<OpenStream, TooManyStreams> {
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+                (open < limit).then_some(open + 1)
+            })
+            .map_err(|_| TooManyStreams { limit })?;
+        Ok(OpenStream(self.open.clone()))
     }
 
     pub(crate) fn notifier(&self) -> ChangeNotifier {
@@ -360,6 +479,7 @@ impl ChangeBroker {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn listen(
         &self,
+        slot: OpenStream,
         id: RequestId,
         requested: SubscriptionFilter,
         caps: &ServerCapabilities,
@@ -383,8 +503,11 @@ impl ChangeBroker {
                 serde_json::to_value(&honoured).unwrap_or(Value::Null),
             )),
         );
+        let id_json = serde_json::to_vec(&id).unwrap_or_else(|_| b"null".to_vec());
         let state = ListenState {
+            _slot: slot,
             id,
+            id_json,
             filter: honoured,
             policy: policy.clone(),
             subscriber,
@@ -400,8 +523,21 @@ impl ChangeBroker {
     }
 }
 
+/// One open `subscriptions/listen` stream, counted against the server's limit until dropped.
+#[derive(Debug)]
+pub(crate) struct OpenStream(Arc<AtomicUsize>);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 struct ListenState {
+    _slot: OpenStream,
     id: RequestId,
+    /// The id as JSON, spliced into every notification.
+    id_json: Vec<u8>,
     filter: SubscriptionFilter,
     policy: SubscriptionPolicy,
     subscriber: http::Extensions,
@@ -460,34 +596,22 @@ impl ListenState {
         }
     }
 
+    /// The change's notification with this stream's id, if the stream follows it.
     fn render(&self, change: &Change) -> Option<Bytes> {
         let f = &self.filter;
-        let method = match change {
-            Change::ToolsListChanged if f.tools_list_changed == Some(true) => {
-                methods::NOTIFICATIONS_TOOLS_LIST_CHANGED
-            }
-            Change::PromptsListChanged if f.prompts_list_changed == Some(true) => {
-                methods::NOTIFICATIONS_PROMPTS_LIST_CHANGED
-            }
-            Change::ResourcesListChanged if f.resources_list_changed == Some(true) => {
-                methods::NOTIFICATIONS_RESOURCES_LIST_CHANGED
-            }
-            Change::ResourceUpdated(uri) => {
-                let subscribed = f.resource_subscriptions.as_deref().unwrap_or_default();
-                if !subscribed.iter().any(|s| covers(s, uri))
-                    || !self.policy.allows(&self.subscriber, uri)
-                {
-                    return None;
-                }
-                return Some(notification(
-                    methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                    &self.id,
-                    Some(("uri", Value::String(uri.to_string()))),
-                ));
-            }
-            _ => return None,
+        let follows = match change {
+            Change::ToolsListChanged => f.tools_list_changed == Some(true),
+            Change::PromptsListChanged => f.prompts_list_changed == Some(true),
+            Change::ResourcesListChanged => f.resources_list_changed == Some(true),
+            Change::ResourceUpdated(uri) => f
+                .resource_subscriptions
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .any(|s| covers(s, uri))
+                && self.policy.allows(&self.subscriber, uri),
         };
-        Some(notification(method, &self.id, None))
+        follows.then(|| Template::of(change).splice(&self.id_json))
     }
 
     fn everything_changed(&self) -> Vec<Bytes> {
@@ -508,15 +632,12 @@ impl ListenState {
             ),
         ] {
             if on == Some(true) {
-                out.push(notification(method, &self.id, None));
+                out.push(Template::new(method, None).splice(&self.id_json));
             }
         }
         for uri in f.resource_subscriptions.iter().flatten() {
-            out.push(notification(
-                methods::NOTIFICATIONS_RESOURCES_UPDATED,
-                &self.id,
-                Some(("uri", Value::String(uri.clone()))),
-            ));
+            let template = Template::new(methods::NOTIFICATIONS_RESOURCES_UPDATED, Some(uri));
+            out.push(template.splice(&self.id_json));
         }
         out
     }
@@ -641,5 +762,39 @@ mod tests {
         assert!(policy.check(&uris(&["a:1", "a:2", "a:3"]), 0).is_err());
         assert!(policy.check(&uris(&["a:1"]), 2).is_err());
         assert!(policy.check(&uris(&["a:12345678901"]), 0).is_err());
+    }
+
+    /// A spliced template is byte for byte the notification built as a JSON value.
+    #[test]
+    fn templates_splice_the_subscription_id() {
+        let uri = "file:///a \"quoted\"/\u{e9}\n";
+        for id in [RequestId::Number(7), RequestId::String("s-\"1\"".into())] {
+            let id_json = serde_json::to_vec(&id).unwrap();
+            let spliced = Template::of(&Change::ResourceUpdated(uri.into())).splice(&id_json);
+            let built = notification(
+                methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                &id,
+                Some(("uri", Value::String(uri.into()))),
+            );
+            assert_eq!(spliced, built);
+            let parsed: Value = serde_json::from_slice(&spliced).unwrap();
+            assert_eq!(parsed["params"]["uri"], uri);
+            assert_eq!(
+                parsed["params"]["_meta"][SUBSCRIPTION_ID_KEY],
+                id_value(&id)
+            );
+            let spliced = Template::of(&Change::ToolsListChanged).splice(&id_json);
+            let built = notification(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, &id, None);
+            assert_eq!(spliced, built);
+            // Another URI is rendered anew, not served the remembered one.
+            let other = "file:///b";
+            let spliced = Template::of(&Change::ResourceUpdated(other.into())).splice(&id_json);
+            let built = notification(
+                methods::NOTIFICATIONS_RESOURCES_UPDATED,
+                &id,
+                Some(("uri", Value::String(other.into()))),
+            );
+            assert_eq!(spliced, built);
+        }
     }
 }

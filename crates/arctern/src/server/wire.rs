@@ -5,6 +5,7 @@ use arctern_types::meta::{JsonObject, Meta};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 use super::config::CacheHint;
 use super::middleware::Request;
@@ -103,68 +104,139 @@ impl Request {
     }
 }
 
-/// Params of `tools/call`, `prompts/get` and `resources/read`: what request state is bound
-/// to, and the state itself.
-pub(crate) trait MrtrParams {
+/// What the request state of a `tools/call`, `prompts/get` or `resources/read` is bound to.
+pub(crate) trait BindingSource {
     /// The tool or prompt name, or the resource URI.
     fn target(&self) -> &str;
     /// The canonical digest of the arguments.
     fn args_digest(&self) -> ArgsDigest;
+}
+
+/// Params of `tools/call`, `prompts/get` and `resources/read`: what request state is bound
+/// to, and the state itself.
+pub(crate) trait MrtrParams: BindingSource {
     /// The request state.
     fn request_state_mut(&mut self) -> &mut Option<String>;
     /// The answers to the previous round's input requests.
     fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses>;
+    /// A copy of what the binding covers, for a request that arrived without a token: its
+    /// binding is computed only if the handler asks (most calls never do), after the
+    /// handler has taken the params.
+    fn binding_parts(&self) -> BindingParts;
 }
 
-impl MrtrParams for arctern_types::tools::CallToolRequestParams {
+/// The arguments a binding covers, copied out of a request's params.
+#[derive(Debug)]
+enum PartsArgs {
+    /// A `tools/call`'s arguments object.
+    Object(Option<JsonObject>),
+    /// A `prompts/get`'s string arguments.
+    Strings(Option<BTreeMap<String, String>>),
+    /// `resources/read` has none.
+    None,
+}
+
+/// A copy of what a request's state binding covers (see [`MrtrParams::binding_parts`]).
+#[derive(Debug)]
+pub(crate) struct BindingParts {
+    target: String,
+    args: PartsArgs,
+}
+
+impl BindingSource for BindingParts {
+    fn target(&self) -> &str {
+        &self.target
+    }
+    fn args_digest(&self) -> ArgsDigest {
+        match &self.args {
+            PartsArgs::Object(args) => args_digest_of_object(args.as_ref()),
+            PartsArgs::Strings(args) => prompt_args_digest(args.as_ref()),
+            PartsArgs::None => args_digest(None),
+        }
+    }
+}
+
+/// The digest of a prompt's string arguments, as the JSON object they are on the wire.
+fn prompt_args_digest(args: Option<&BTreeMap<String, String>>) -> ArgsDigest {
+    let args = args.map(|a| {
+        Value::Object(
+            a.iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        )
+    });
+    args_digest(args.as_ref())
+}
+
+impl BindingSource for arctern_types::tools::CallToolRequestParams {
     fn target(&self) -> &str {
         &self.name
     }
     fn args_digest(&self) -> ArgsDigest {
         args_digest_of_object(self.arguments.as_ref())
     }
+}
+
+impl MrtrParams for arctern_types::tools::CallToolRequestParams {
     fn request_state_mut(&mut self) -> &mut Option<String> {
         &mut self.request_state
     }
     fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
         &mut self.input_responses
     }
+    fn binding_parts(&self) -> BindingParts {
+        BindingParts {
+            target: self.name.clone(),
+            args: PartsArgs::Object(self.arguments.clone()),
+        }
+    }
 }
 
-impl MrtrParams for arctern_types::prompts::GetPromptRequestParams {
+impl BindingSource for arctern_types::prompts::GetPromptRequestParams {
     fn target(&self) -> &str {
         &self.name
     }
     fn args_digest(&self) -> ArgsDigest {
-        let args = self.arguments.as_ref().map(|a| {
-            Value::Object(
-                a.iter()
-                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-                    .collect(),
-            )
-        });
-        args_digest(args.as_ref())
+        prompt_args_digest(self.arguments.as_ref())
     }
+}
+
+impl MrtrParams for arctern_types::prompts::GetPromptRequestParams {
     fn request_state_mut(&mut self) -> &mut Option<String> {
         &mut self.request_state
     }
     fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
         &mut self.input_responses
     }
+    fn binding_parts(&self) -> BindingParts {
+        BindingParts {
+            target: self.name.clone(),
+            args: PartsArgs::Strings(self.arguments.clone()),
+        }
+    }
 }
 
-impl MrtrParams for arctern_types::resources::ReadResourceRequestParams {
+impl BindingSource for arctern_types::resources::ReadResourceRequestParams {
     fn target(&self) -> &str {
         &self.uri
     }
     fn args_digest(&self) -> ArgsDigest {
         args_digest(None)
     }
+}
+
+impl MrtrParams for arctern_types::resources::ReadResourceRequestParams {
     fn request_state_mut(&mut self) -> &mut Option<String> {
         &mut self.request_state
     }
     fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
         &mut self.input_responses
+    }
+    fn binding_parts(&self) -> BindingParts {
+        BindingParts {
+            target: self.uri.clone(),
+            args: PartsArgs::None,
+        }
     }
 }
 

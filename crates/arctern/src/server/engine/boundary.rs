@@ -47,8 +47,11 @@ pub(crate) struct Carried {
 
 /// How the state of a multi round-trip call travels between rounds.
 pub(crate) enum Boundary<'a> {
-    /// Sealed into `requestState` with this binding (the 2026-07-28 wire).
-    Sealed(&'a StateSealer, StateBinding),
+    /// Sealed into `requestState` with this binding (the 2026-07-28 wire). The binding is
+    /// computed only when it is needed: before [`open`](Self::open) for a request that
+    /// carries a token, before [`close`](Self::close) for one whose handler asks
+    /// ([`bind`](Self::bind)); most calls need neither.
+    Sealed(&'a StateSealer, Option<StateBinding>),
     /// Passed through as the client sent it: sealing is turned off.
     Open,
     /// Kept in memory by the legacy shim between the rounds of one request.
@@ -59,6 +62,19 @@ pub(crate) enum Boundary<'a> {
 pub(crate) type NextRound = StatePayload;
 
 impl Boundary<'_> {
+    /// Whether a binding must be set before [`open`](Self::open) or
+    /// [`close`](Self::close) can use it.
+    pub(crate) fn needs_binding(&self) -> bool {
+        matches!(self, Boundary::Sealed(_, None))
+    }
+
+    /// Sets the binding of a sealed boundary (computed late: see [`Boundary::Sealed`]).
+    pub(crate) fn bind(&mut self, binding: StateBinding) {
+        if let Boundary::Sealed(_, slot) = self {
+            *slot = Some(binding);
+        }
+    }
+
     /// Opens the request state in `params` (which then hold the handler's plaintext state
     /// and every answer so far) and returns the round.
     ///
@@ -83,10 +99,15 @@ impl Boundary<'_> {
                 previous
             }
             Boundary::Sealed(sealer, binding) => match params.request_state_mut().take() {
-                Some(token) => match sealer.open(&token, binding) {
-                    Ok(payload) => Some(payload),
-                    Err(rejection) => return Err(rejection),
-                },
+                Some(token) => {
+                    // The engine binds before opening a token; were it ever not to, the token
+                    // opens for no one (fail closed) rather than unchecked.
+                    let Some(binding) = binding else {
+                        tracing::error!("a request state arrived before its binding was set");
+                        return Err(StateRejection::new(RejectReason::WrongPrincipal));
+                    };
+                    sealer.open(&token, binding).map(Some)?
+                }
                 None => None,
             },
         };
@@ -224,7 +245,11 @@ impl Boundary<'_> {
             trace: carried.trace,
         };
         match self {
-            Boundary::Sealed(sealer, binding) => match sealer.seal(binding, &next) {
+            Boundary::Sealed(_, None) => {
+                tracing::error!("a round was sealed before its binding was set");
+                Err(unbound())
+            }
+            Boundary::Sealed(sealer, Some(binding)) => match sealer.seal(binding, &next) {
                 Ok(token) => {
                     ask.request_state = Some(token);
                     Ok(None)
@@ -266,6 +291,11 @@ fn fits_without(
         trimmed.asked.remove(key);
     }
     sealer.seal(binding, &trimmed).is_ok()
+}
+
+/// A sealed boundary used without its binding: a defect of the engine, never of the request.
+fn unbound() -> ErrorObject {
+    ErrorObject::internal_error("The server could not bind the request state")
 }
 
 /// The fixed rejection of a `requestState` that is not even a string (or is there twice):

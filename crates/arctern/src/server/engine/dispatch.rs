@@ -420,14 +420,20 @@ impl<H: Handler> Server<H> {
         wrap: fn(P) -> Request,
         obs: &mut Observation,
     ) -> Result<Response, Refused> {
-        let binding = match (era, params.mrtr(), &self.inner.config.request_state) {
-            (Served::Modern, Some(mrtr), Some(_)) => Some(self.binding(seed.method, mrtr, &seed)),
-            _ => None,
-        };
-        let boundary = match (era, &binding, &self.inner.config.request_state) {
+        // The binding is computed when it is first needed: now for a request that carries a
+        // token (to open it), after the handler for one that asks (to seal); a copy of what
+        // it covers is kept for that, since the handler takes the params.
+        let mut late = None;
+        let mut boundary = match (era, params.mrtr(), &self.inner.config.request_state) {
             (Served::Legacy(_), _, _) => Boundary::Legacy,
-            (Served::Modern, Some(binding), Some(sealer)) => {
-                Boundary::Sealed(sealer, binding.clone())
+            (Served::Modern, Some(mrtr), Some(sealer)) => {
+                if mrtr.request_state_mut().is_some() {
+                    let binding = self.binding(seed.method, mrtr, &seed.origin.extensions);
+                    Boundary::Sealed(sealer, Some(binding))
+                } else {
+                    late = Some(mrtr.binding_parts());
+                    Boundary::Sealed(sealer, None)
+                }
             }
             _ => Boundary::Open,
         };
@@ -449,8 +455,10 @@ impl<H: Handler> Server<H> {
         let request = wrap(params);
         match era {
             Served::Legacy(session) if request_is_mrtr(&request) => {
-                obs.instrument(self.legacy_rounds(session, seed, request, round, carried))
-                    .await
+                // Boxed: the shim's rounds are a large future, and inline they would make
+                // every call's future as large, and its move to the heap as costly.
+                let rounds = Box::pin(self.legacy_rounds(session, seed, request, round, carried));
+                obs.instrument(rounds).await
             }
             _ => {
                 let client = client_capabilities(&seed.meta);
@@ -463,6 +471,7 @@ impl<H: Handler> Server<H> {
                         return Err(refused);
                     }
                 };
+                let method = seed.method;
                 let ctx = self.context(seed, round);
                 let mut answered = obs.instrument(self.invoke(ctx.clone(), request)).await;
                 if carried.trace.is_none() && matches!(&answered, Ok(r) if r.is_input_required()) {
@@ -471,10 +480,17 @@ impl<H: Handler> Server<H> {
                 }
                 if let Ok(response) = &mut answered
                     && let Some(ask) = response.input_required_mut()
-                    && let Err(e) =
-                        boundary.close(carried, ctx.round(), ask, &client, &self.inner.config.mrtr)
                 {
-                    answered = Err(Refused::Error(e));
+                    if boundary.needs_binding()
+                        && let Some(parts) = &late
+                    {
+                        boundary.bind(self.binding(method, parts, ctx.extensions()));
+                    }
+                    if let Err(e) =
+                        boundary.close(carried, ctx.round(), ask, &client, &self.inner.config.mrtr)
+                    {
+                        answered = Err(Refused::Error(e));
+                    }
                 }
                 if let Some(claim) = claim {
                     let asks_more = matches!(&answered, Ok(r) if r.is_input_required());
@@ -594,10 +610,10 @@ impl<H: Handler> Server<H> {
     fn binding(
         &self,
         method: Method,
-        mrtr: &dyn crate::server::wire::MrtrParams,
-        seed: &Seed,
+        mrtr: &dyn crate::server::wire::BindingSource,
+        extensions: &http::Extensions,
     ) -> StateBinding {
-        let principal = self.principal_of(&seed.origin.extensions);
+        let principal = self.principal_of(extensions);
         StateBinding::new(method.name(), mrtr.target(), mrtr.args_digest())
             .with_principal_opt(principal.as_deref())
     }
@@ -789,6 +805,25 @@ impl<H: Handler> Server<H> {
             Err(e) if e.code.is_modern_envelope_error() => return invalid(Some(&id), &e),
             Err(e) => return Reply::response(encode_error(Some(&id), &e)),
         };
+        let slot = match self
+            .inner
+            .changes
+            .reserve(self.inner.config.max_listen_streams)
+        {
+            Ok(slot) => slot,
+            Err(over) => {
+                tracing::warn!(
+                    limit = over.limit,
+                    "refused a subscriptions/listen stream over the limit"
+                );
+                let error = ErrorObject::internal_error(format!(
+                    "Too many open subscriptions/listen streams: this server allows {}",
+                    over.limit
+                ))
+                .with_data(serde_json::json!({ "maxListenStreams": over.limit }));
+                return Reply::response(encode_error(Some(&id), &error));
+            }
+        };
         let this = self.clone();
         let encoder = Arc::new(move |id: &RequestId| {
             let mut result =
@@ -800,6 +835,7 @@ impl<H: Handler> Server<H> {
             Bytes::from(serde_json::to_vec(&response).unwrap_or_default())
         });
         Reply::Stream(self.inner.changes.listen(
+            slot,
             id,
             params.notifications,
             &self.inner.config.capabilities,
@@ -889,7 +925,7 @@ impl<H: Handler> Server<H> {
     ) -> Bytes {
         match outcome {
             Outcome::Complete(result) => self.encode_value(id, result, hint),
-            Outcome::InputRequired(ask) => self.encode_result(id, ask),
+            Outcome::InputRequired(ask) => self.encode_input_required(id, ask),
             Outcome::Task(task) => self.encode_result(id, task),
             _ => encode_error(
                 Some(id),

@@ -5,6 +5,7 @@
 
 use arctern_types::legacy::strip_modern_members;
 use arctern_types::meta::{JsonObject, Meta, SERVER_INFO_KEY};
+use arctern_types::mrtr::InputRequiredResult;
 use arctern_types::{ErrorObject, RequestId};
 use bytes::Bytes;
 use serde::Serialize;
@@ -13,6 +14,7 @@ use serde_json::Value;
 use super::Server;
 use crate::server::config::CacheHint;
 use crate::server::listed::Shared;
+use crate::server::mrtr::write_question;
 use crate::server::wire::WireResult;
 
 impl<H> Server<H> {
@@ -25,6 +27,56 @@ impl<H> Server<H> {
         buf.extend_from_slice(b",\"result\":");
         let start = buf.len();
         if let Err(e) = serde_json::to_writer(&mut buf, &result) {
+            tracing::error!(error = %e, "could not serialize a result");
+            return encode_error(
+                Some(id),
+                &ErrorObject::internal_error("Could not serialize the result"),
+            );
+        }
+        self.finish_result(buf, start, meta.as_ref())
+    }
+
+    /// Encodes an `input_required` result as [`encode_result`](Self::encode_result) would
+    /// (the same members in the same order), but copies each question's JSON from where it
+    /// was serialized once (see [`write_question`]) instead of serializing it again.
+    pub(crate) fn encode_input_required(
+        &self,
+        id: &RequestId,
+        mut result: InputRequiredResult,
+    ) -> Bytes {
+        let meta = result.meta.take();
+        let mut buf = Vec::with_capacity(512);
+        buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        write_json(&mut buf, id);
+        buf.extend_from_slice(b",\"result\":");
+        let start = buf.len();
+        buf.extend_from_slice(b"{\"resultType\":");
+        write_json(&mut buf, &result.result_type);
+        let mut written = Ok(());
+        if let Some(requests) = &result.input_requests {
+            buf.extend_from_slice(b",\"inputRequests\":{");
+            for (i, (key, request)) in requests.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                write_json(&mut buf, key);
+                buf.push(b':');
+                written = written.and(write_question(&mut buf, key, request));
+            }
+            buf.push(b'}');
+        }
+        if let Some(state) = &result.request_state {
+            buf.extend_from_slice(b",\"requestState\":");
+            write_json(&mut buf, state);
+        }
+        for (key, value) in &result.extra {
+            buf.push(b',');
+            write_json(&mut buf, key);
+            buf.push(b':');
+            write_json(&mut buf, value);
+        }
+        buf.push(b'}');
+        if let Err(e) = written {
             tracing::error!(error = %e, "could not serialize a result");
             return encode_error(
                 Some(id),
@@ -210,4 +262,59 @@ fn encode_raw(id: &RequestId, result: &[u8]) -> Bytes {
     buf.extend_from_slice(result);
     buf.push(b'}');
     Bytes::from(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use arctern_types::elicitation::{PrimitiveSchemaDefinition, RequestedSchema};
+    use arctern_types::mrtr::InputRequest;
+    use serde_json::json;
+
+    use super::*;
+    use crate::server::McpServer;
+    use crate::server::mrtr::digest_of;
+
+    /// The spliced `input_required` encoding is byte for byte the generic one, whether the
+    /// question's JSON is remembered yet or not, and follows a changed question.
+    #[test]
+    fn input_required_splices_the_same_bytes() {
+        let server = McpServer::new("encode-test").build().unwrap();
+        let id = RequestId::Number(3);
+        let question = |message: &str| {
+            InputRequest::elicit_form(
+                message,
+                RequestedSchema::new().required("ok", PrimitiveSchemaDefinition::boolean()),
+            )
+        };
+        let result = |message: &str| {
+            let mut meta = Meta::new();
+            meta.insert("note".into(), json!("kept"));
+            let mut extra = JsonObject::new();
+            extra.insert("x-extra".into(), json!([1, "two"]));
+            InputRequiredResult {
+                meta: Some(meta),
+                input_requests: Some(
+                    [
+                        ("b-key".to_owned(), question(message)),
+                        ("a \"key\"".to_owned(), question("Other?")),
+                    ]
+                    .into_iter()
+                    .collect(),
+                ),
+                request_state: Some("sealed-state".into()),
+                extra,
+                ..InputRequiredResult::new()
+            }
+        };
+        for message in ["Go ahead?", "Go ahead?", "Changed?", "Changed?"] {
+            let generic = server.encode_result(&id, result(message));
+            let spliced = server.encode_input_required(&id, result(message));
+            assert_eq!(
+                std::str::from_utf8(&spliced).unwrap(),
+                std::str::from_utf8(&generic).unwrap()
+            );
+            // Remembered from now on (as the boundary's pins do on a real round).
+            digest_of("b-key", &question(message));
+        }
+    }
 }

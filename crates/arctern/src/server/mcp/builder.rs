@@ -193,6 +193,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// The most `subscriptions/listen` streams open at once, over every connection
+    /// (default [`DEFAULT_MAX_LISTEN_STREAMS`](crate::server::DEFAULT_MAX_LISTEN_STREAMS));
+    /// one more is refused with a `-32603` error naming the limit.
+    pub fn max_listen_streams(mut self, limit: usize) -> Self {
+        self.parts.config.max_listen_streams = limit;
+        self
+    }
+
     /// Runs task tools ([`ToolSpec::task`]) with `tasks`: where tasks are kept, how long they
     /// live, how many run at once. A server with a task tool and no such call gets
     /// [`TaskConfig::default`] (tasks in memory).
@@ -471,6 +479,11 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         if this.enable.logging {
             caps.logging = Some(JsonObject::new());
         }
+        // Scopes are checked before any other middleware sees the call: by a guard in front
+        // of the others when there are any (or lists are filtered), otherwise by the handler
+        // where it finds the entry (no middleware hop, no second lookup per request).
+        let scope_guard = cfg!(all(feature = "auth", feature = "http"))
+            && (this.hide_unauthorized || !config.middleware.is_empty());
         let handler = McpHandler {
             inner: Arc::new(HandlerInner {
                 state: this.state,
@@ -480,19 +493,19 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 completer: this.completer,
                 page_size: this.page_size,
                 sealing,
+                scope_guard,
             }),
         };
-        #[cfg(not(all(feature = "auth", feature = "http")))]
-        let _ = this.hide_unauthorized;
-        // Scopes are checked before any other middleware sees the call.
         #[cfg(all(feature = "auth", feature = "http"))]
-        config.middleware.insert(
-            0,
-            Arc::new(super::scopes::ScopeGuard {
-                inner: handler.inner.clone(),
-                hide_unauthorized: this.hide_unauthorized,
-            }),
-        );
+        if scope_guard {
+            config.middleware.insert(
+                0,
+                Arc::new(super::scopes::ScopeGuard {
+                    inner: handler.inner.clone(),
+                    hide_unauthorized: this.hide_unauthorized,
+                }),
+            );
+        }
         let server = Server::new(handler, config);
         let _ = server
             .handler()

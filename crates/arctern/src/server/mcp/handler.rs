@@ -74,6 +74,25 @@ pub(super) struct HandlerInner<S> {
     pub(super) page_size: usize,
     /// Whether request state is sealed (handlers asking typed questions need it).
     pub(super) sealing: bool,
+    /// Whether a [`ScopeGuard`](super::scopes::ScopeGuard) in front of the other middleware
+    /// checks declared scopes; otherwise the handler checks them where it finds the entry.
+    pub(super) scope_guard: bool,
+}
+
+impl<S> McpHandler<S> {
+    /// Refuses a call to an entry declaring `scopes` that the caller's token lacks, unless
+    /// the scope guard already checked (see [`HandlerInner::scope_guard`]).
+    fn admit(
+        &self,
+        scopes: &[String],
+        ctx: &RequestContext,
+        target: &str,
+    ) -> Result<(), ErrorObject> {
+        if self.inner.scope_guard {
+            return Ok(());
+        }
+        super::scopes::admit(scopes, ctx, target)
+    }
 }
 
 impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
@@ -278,7 +297,10 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         let (handler, support) = {
             let registry = self.inner.registry.load();
             match registry.tools.get(&params.name) {
-                Some(entry) => (entry.handler.clone(), entry.def.task),
+                Some(entry) => {
+                    self.admit(&entry.scopes, &ctx, &params.name)?;
+                    (entry.handler.clone(), entry.def.task)
+                }
                 None => {
                     return Err(ErrorObject::invalid_params(format!(
                         "Unknown tool: {}",
@@ -321,7 +343,10 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         let handler = {
             let registry = self.inner.registry.load();
             match registry.prompts.get(&params.name) {
-                Some(entry) => entry.handler.clone(),
+                Some(entry) => {
+                    self.admit(&entry.scopes, &ctx, &params.name)?;
+                    entry.handler.clone()
+                }
                 None => {
                     return Err(ErrorObject::invalid_params(format!(
                         "Unknown prompt: {}",
@@ -369,6 +394,7 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         let call = {
             let registry = self.inner.registry.load();
             if let Some(entry) = registry.resources.get(&uri) {
+                self.admit(&entry.scopes, &ctx, &uri)?;
                 let parts = CallParts::new(ctx, CallKind::Resource, uri, None, input);
                 let mime = entry.def.mime_type.clone();
                 entry.handler.call(parts, self.inner.state.clone(), mime)
@@ -377,6 +403,7 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
                 .iter()
                 .find_map(|t| t.def.matcher.matches(&uri).map(|vars| (t, vars)))
             {
+                self.admit(&entry.scopes, &ctx, &uri)?;
                 let vars: JsonObject = vars
                     .into_iter()
                     .map(|(k, v)| (k, Value::String(v)))

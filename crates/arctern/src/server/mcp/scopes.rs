@@ -1,10 +1,14 @@
-//! Scopes declared at registration, enforced by a middleware every call goes through first.
+//! Scopes declared at registration, enforced before any middleware but this module's
+//! guard sees a call: by the guard, installed in front of the others when a server has
+//! middleware or filters its lists, otherwise by the handler where it finds the entry.
 
 // Without the features that establish a caller's scopes, declaring any is refused and the
-// middleware is not installed.
+// guard is not installed.
 #![cfg_attr(not(all(feature = "auth", feature = "http")), allow(dead_code))]
 
 use std::sync::Arc;
+
+use arctern_types::ErrorObject;
 
 use crate::server::InsufficientScope;
 use crate::server::context::RequestContext;
@@ -60,6 +64,24 @@ fn allowed(needs: &[String], granted: Option<&[String]>) -> bool {
     needs.is_empty() || granted.is_some_and(|g| needs.iter().all(|n| g.contains(n)))
 }
 
+/// Refuses a call to `target`, which declares `needs`, when the caller's token lacks one
+/// of them.
+pub(crate) fn admit(
+    needs: &[String],
+    ctx: &RequestContext,
+    target: &str,
+) -> Result<(), ErrorObject> {
+    if needs.is_empty() || allowed(needs, granted(ctx)) {
+        return Ok(());
+    }
+    tracing::debug!(
+        method = ctx.method(),
+        target,
+        "refused a call: insufficient scope"
+    );
+    Err(InsufficientScope::new(needs.iter().cloned()).to_error())
+}
+
 /// The scopes a call's target needs, as registered (`None`: nothing registered there, or no
 /// target).
 fn needed<S>(registry: &Registry<S>, request: &Request) -> Option<Arc<[String]>> {
@@ -78,9 +100,11 @@ fn needed<S>(registry: &Registry<S>, request: &Request) -> Option<Arc<[String]>>
     }
 }
 
-/// The middleware an [`McpServer`](super::McpServer) runs first: refuses calls whose token
-/// lacks the scopes their tool, prompt or resource declares, and (when asked) leaves out of
-/// the lists what the caller may not use.
+/// The middleware an [`McpServer`](super::McpServer) with other middleware, or with
+/// [`hide_unauthorized`](super::McpServer::hide_unauthorized), runs first: refuses calls
+/// whose token lacks the scopes their tool, prompt or resource declares, and (when asked)
+/// leaves out of the lists what the caller may not use. A server with neither has no
+/// middleware at all, and its handler checks the scopes where it finds the entry.
 pub(crate) struct ScopeGuard<S> {
     pub(crate) inner: Arc<HandlerInner<S>>,
     pub(crate) hide_unauthorized: bool,
@@ -90,11 +114,9 @@ impl<S: Send + Sync + 'static> Middleware for ScopeGuard<S> {
     fn call(&self, call: Call, next: Next) -> BoxFuture<HandlerResult<Response>> {
         let registry = self.inner.registry.load_full();
         if let Some(needs) = needed(&registry, call.request())
-            && !allowed(&needs, granted(call.context()))
+            && let Err(refusal) = admit(&needs, call.context(), call.target().unwrap_or_default())
         {
-            tracing::debug!(method = call.method(), target = ?call.target(), "refused a call: insufficient scope");
-            let refusal = InsufficientScope::new(needs.iter().cloned());
-            return Box::pin(std::future::ready(Err(refusal.to_error())));
+            return Box::pin(std::future::ready(Err(refusal)));
         }
         let is_list = matches!(
             call.request(),

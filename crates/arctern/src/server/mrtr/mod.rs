@@ -90,7 +90,7 @@ pub use questions::{
     Question, Questions, Responses, Roots,
 };
 pub use round::Round;
-pub(crate) use round::digest_of;
+pub(crate) use round::{digest_of, write_question};
 
 /// Returned by a run-time question ([`Questions`]) that is not answered yet, or was declined;
 /// propagate it with `?` and the server turns the call into an `input_required` round (or

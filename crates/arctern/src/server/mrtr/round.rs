@@ -111,10 +111,25 @@ impl Round {
 /// Most question keys whose last question a thread remembers (see [`digest_of`]).
 const DIGEST_MEMO_KEYS: usize = 256;
 
+/// The last question a thread saw under one key: its digest, and its JSON once a round
+/// that asks it has been written.
+struct Remembered {
+    question: InputRequest,
+    digest: QuestionDigest,
+    json: OnceLock<Box<[u8]>>,
+}
+
 thread_local! {
     /// Per thread: question key → the last question asked under it, with its digest.
-    static DIGEST_MEMO: RefCell<HashMap<String, Arc<(InputRequest, QuestionDigest)>>> =
+    static DIGEST_MEMO: RefCell<HashMap<String, Arc<Remembered>>> =
         RefCell::new(HashMap::new());
+}
+
+/// The remembered entry of `key`, if it holds this very question.
+fn remembered(key: &str, request: &InputRequest) -> Option<Arc<Remembered>> {
+    DIGEST_MEMO
+        .with_borrow(|memo| memo.get(key).cloned())
+        .filter(|hit| hit.question == *request)
 }
 
 /// The digest that pins answers to `request`, asked under `key`.
@@ -125,11 +140,8 @@ thread_local! {
 /// key with its digest, and reuses the digest when the question compares equal (equal
 /// questions have the same canonical JSON, so the same digest).
 pub(crate) fn digest_of(key: &str, request: &InputRequest) -> QuestionDigest {
-    let remembered = DIGEST_MEMO.with_borrow(|memo| memo.get(key).cloned());
-    if let Some(hit) = remembered
-        && hit.0 == *request
-    {
-        return hit.1;
+    if let Some(hit) = remembered(key, request) {
+        return hit.digest;
     }
     let params = serde_json::to_value(request)
         .ok()
@@ -138,10 +150,35 @@ pub(crate) fn digest_of(key: &str, request: &InputRequest) -> QuestionDigest {
     let digest = crate::state::question_digest(request.method(), &params);
     DIGEST_MEMO.with_borrow_mut(|memo| {
         if memo.len() < DIGEST_MEMO_KEYS || memo.contains_key(key) {
-            memo.insert(key.to_owned(), Arc::new((request.clone(), digest)));
+            let entry = Remembered {
+                question: request.clone(),
+                digest,
+                json: OnceLock::new(),
+            };
+            memo.insert(key.to_owned(), Arc::new(entry));
         }
     });
     digest
+}
+
+/// Appends the JSON of `request`, asked under `key`, to `out`: serialized once per
+/// remembered question (see [`digest_of`]) and copied after that, as list pages are.
+pub(crate) fn write_question(
+    out: &mut Vec<u8>,
+    key: &str,
+    request: &InputRequest,
+) -> Result<(), serde_json::Error> {
+    let hit = remembered(key, request);
+    if let Some(json) = hit.as_ref().and_then(|hit| hit.json.get()) {
+        out.extend_from_slice(json);
+        return Ok(());
+    }
+    let start = out.len();
+    serde_json::to_writer(&mut *out, request)?;
+    if let Some(hit) = hit {
+        let _ = hit.json.set(out[start..].into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
