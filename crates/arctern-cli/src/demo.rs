@@ -426,6 +426,12 @@ pub const ACCESS_SCOPE: &str = "mcp:tools";
 /// token without it gets `403 insufficient_scope`, and the client signs in again for it.
 pub const PROVISION_SCOPE: &str = "db:write";
 
+/// How the demo runs tasks: in this process's memory (`arctern serve --redis` keeps them in
+/// Redis instead), polled every 200 ms so a short demo task shows each step.
+pub fn task_config() -> TaskConfig {
+    TaskConfig::default().poll_interval(Duration::from_millis(200))
+}
+
 /// The demo server's builder (`arctern serve` adds the fleet settings and the notes to it).
 pub fn builder() -> McpServer {
     build(&[])
@@ -474,7 +480,7 @@ fn build(provision_scopes: &[&str]) -> McpServer {
             book_hotel,
         )
         .tool("echo", "Returns its text.", echo)
-        .tasks(TaskConfig::default().poll_interval(Duration::from_millis(200)))
+        .tasks(task_config())
         .tool_spec(
             ToolSpec::new("deploy")
                 .description(

@@ -89,7 +89,10 @@ impl Progress {
                     oldest.finish_and_clear();
                     self.multi.remove(&oldest);
                 }
-                bars.push_back((key.to_owned(), self.multi.add(ProgressBar::new(SCALE as u64))));
+                bars.push_back((
+                    key.to_owned(),
+                    self.multi.add(ProgressBar::new(SCALE as u64)),
+                ));
                 bars.len() - 1
             }
         };

@@ -14,7 +14,7 @@ use arctern::state::{
     EnvelopeCodec, EnvelopeConfig, KeySource, LocalKeyService, ReloadableKeyRing, StateSealer,
 };
 use arctern::transport::http::{DEFAULT_PATH, HttpConfig, HttpServer};
-use arctern_redis::{RedisChangeBus, RedisConfig, RedisOneTimeStore};
+use arctern_redis::{RedisChangeBus, RedisConfig, RedisOneTimeStore, RedisTaskStore};
 use base64::Engine as _;
 use clap::Args;
 
@@ -75,7 +75,7 @@ pub struct ServeArgs {
     /// Names this instance in an Arctern-Instance header on every HTTP response.
     #[arg(long, value_name = "ID", env = "ARCTERN_INSTANCE_ID")]
     instance_id: Option<String>,
-    /// Redis for what the fleet shares: notes, change notifications across instances, and
+    /// Redis for what the fleet shares: notes, change notifications across instances, tasks, and
     /// the one-time flow store (a flow completes once on the whole fleet), such as
     /// redis://127.0.0.1:6379/0. Without it, each of those stays in this process.
     #[arg(long, value_name = "URL", env = "ARCTERN_REDIS_URL")]
@@ -116,6 +116,13 @@ pub async fn serve(args: ServeArgs, format: Format) -> Result<(), Box<dyn std::e
         ),
         None => builder.one_time_store(MemoryOneTimeStore::new()),
     };
+    // Tasks too: any instance answers tasks/get, tasks/update and tasks/cancel for any task.
+    if let Some(config) = &redis {
+        let store = RedisTaskStore::connect(config.clone())
+            .await
+            .map_err(|e| format!("cannot use Redis for the task store: {e}"))?;
+        builder = builder.tasks(demo::task_config().store(store));
+    }
     let source = match &args.key_file {
         Some(file) => Some(KeySource::File(file.clone())),
         None if std::env::var_os(KEYS_ENV).is_some() => Some(KeySource::Env(KEYS_ENV.into())),

@@ -603,13 +603,14 @@ impl ListenState {
             Change::ToolsListChanged => f.tools_list_changed == Some(true),
             Change::PromptsListChanged => f.prompts_list_changed == Some(true),
             Change::ResourcesListChanged => f.resources_list_changed == Some(true),
-            Change::ResourceUpdated(uri) => f
-                .resource_subscriptions
-                .as_deref()
-                .unwrap_or_default()
-                .iter()
-                .any(|s| covers(s, uri))
-                && self.policy.allows(&self.subscriber, uri),
+            Change::ResourceUpdated(uri) => {
+                f.resource_subscriptions
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|s| covers(s, uri))
+                    && self.policy.allows(&self.subscriber, uri)
+            }
         };
         follows.then(|| Template::of(change).splice(&self.id_json))
     }
