@@ -20,6 +20,15 @@
 //! wants to see (`valgrind --tool=callgrind`, `perf record`): `echo` is one echo call,
 //! `round1` the first round of `confirm` (asks, seals the state), `round2` its retry with the
 //! answer and that state (opens and checks it, runs the body).
+//!
+//! Built with `--features otel`, arctern's OpenTelemetry instrumentation is compiled in and
+//! `--otel` says what it reports to: `noop` (the default) installs nothing, so the server's
+//! spans and instruments come from the global no-op providers; `sdk` installs what an
+//! application would in production (an SDK tracer provider with a batch span processor, an
+//! SDK meter provider with a periodic reader, the W3C trace-context propagator) with
+//! exporters that drop what they receive, so the cost measured is arctern's instrumentation
+//! and the SDK's own, not an exporter's; `disabled` turns the instrumentation off in the
+//! server's configuration (`McpServer::telemetry(None)`).
 
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -60,6 +69,10 @@ struct Cli {
     /// Requests to feed with `--in-process`.
     #[arg(long, default_value_t = 100_000)]
     iterations: u64,
+    /// What arctern's OpenTelemetry instrumentation reports to.
+    #[cfg(feature = "otel")]
+    #[arg(long, value_enum, default_value_t = otel::Otel::Noop)]
+    otel: otel::Otel,
 }
 
 /// What `--in-process` feeds the server.
@@ -134,6 +147,11 @@ fn server(cli: &Cli, notifier: Notifier) -> McpServer<Notifier> {
     let server = McpServer::with_state("arctern-bench", notifier)
         .version(env!("CARGO_PKG_VERSION"))
         .tool("echo", "Returns its text.", echo);
+    #[cfg(feature = "otel")]
+    let server = match cli.otel {
+        otel::Otel::Disabled => server.telemetry(None),
+        otel::Otel::Noop | otel::Otel::Sdk => server,
+    };
     if cli.many {
         register_many(server)
     } else if cli.listen {
@@ -247,6 +265,8 @@ async fn serve(cli: &Cli) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(feature = "otel")]
+    let providers = otel::install(cli.otel);
     let done = match cli.in_process {
         Some(mode) => server(&cli, Notifier::default())
             .build()
@@ -257,11 +277,100 @@ fn main() -> ExitCode {
             .map_err(|e| e.to_string())
             .and_then(|runtime| runtime.block_on(serve(&cli))),
     };
+    // Exports what the batch processor and the reader still hold, as an application does
+    // when it stops.
+    #[cfg(feature = "otel")]
+    let done = done.and(providers.map_or(Ok(()), otel::Providers::shutdown));
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("arctern-server: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The OpenTelemetry side of `--otel` (feature `otel`).
+#[cfg(feature = "otel")]
+mod otel {
+    use arctern::otel::api::global;
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::metrics::data::ResourceMetrics;
+    use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+    use opentelemetry_sdk::metrics::{SdkMeterProvider, Temporality};
+    use opentelemetry_sdk::propagation::TraceContextPropagator;
+    use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+    use std::time::Duration;
+
+    /// What arctern's instrumentation reports to.
+    #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+    pub enum Otel {
+        /// Nothing installed: the global no-op providers.
+        Noop,
+        /// SDK providers (batch span processor, periodic metric reader) with exporters that
+        /// drop what they receive.
+        Sdk,
+        /// The server's instrumentation turned off (`McpServer::telemetry(None)`).
+        Disabled,
+    }
+
+    /// An exporter that drops every span and every metric it is given.
+    #[derive(Debug)]
+    struct Discard;
+
+    impl SpanExporter for Discard {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            drop(batch);
+            Ok(())
+        }
+    }
+
+    impl PushMetricExporter for Discard {
+        async fn export(&self, _: &ResourceMetrics) -> OTelSdkResult {
+            Ok(())
+        }
+        fn force_flush(&self) -> OTelSdkResult {
+            Ok(())
+        }
+        fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
+            Ok(())
+        }
+        fn temporality(&self) -> Temporality {
+            Temporality::Cumulative
+        }
+    }
+
+    /// The SDK providers `--otel sdk` installed, to shut down at the end.
+    pub struct Providers {
+        tracer: SdkTracerProvider,
+        meter: SdkMeterProvider,
+    }
+
+    impl Providers {
+        /// Flushes and stops both providers.
+        pub fn shutdown(self) -> Result<(), String> {
+            let traces = self.tracer.shutdown();
+            let metrics = self.meter.shutdown();
+            traces
+                .and(metrics)
+                .map_err(|e| format!("OpenTelemetry shutdown: {e}"))
+        }
+    }
+
+    /// Installs the global providers `otel` asks for, before the server is built.
+    pub fn install(otel: Otel) -> Option<Providers> {
+        if otel != Otel::Sdk {
+            return None;
+        }
+        let tracer = SdkTracerProvider::builder()
+            .with_batch_exporter(Discard)
+            .build();
+        let meter = SdkMeterProvider::builder()
+            .with_periodic_exporter(Discard)
+            .build();
+        global::set_text_map_propagator(TraceContextPropagator::new());
+        global::set_tracer_provider(tracer.clone());
+        global::set_meter_provider(meter.clone());
+        Some(Providers { tracer, meter })
     }
 }
