@@ -8,6 +8,7 @@
 //! ```text
 //! arctern-server [--many | --listen] (--port N [--tls-cert PEM --tls-key PEM] | --stdio)
 //! arctern-server --in-process (echo | round1 | round2) [--iterations N]
+//!     built with the otel feature, both also take [--otel (noop | sdk | disabled)]
 //! ```
 //!
 //! With `--tls-cert` and `--tls-key` it serves HTTPS with arctern's built-in TLS
