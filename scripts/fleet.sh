@@ -492,7 +492,7 @@ cmd_test() {
     ARCTERN_REDIS_SERVER="$(tool_path redis-server)"
     ARCTERN_TOOL_LIBS="$(LD_LIBRARY_PATH='' cache_libs)"
     export ARCTERN_REDIS_SERVER ARCTERN_TOOL_LIBS
-    cargo test -p arctern-redis --test change_bus --test one_time
+    cargo test -p arctern-redis --test change_bus --test one_time --test tasks
     cargo test -p arctern-cli --test fleet -- --ignored --test-threads 1
 }
 
