@@ -492,8 +492,9 @@ cmd_test() {
     ARCTERN_REDIS_SERVER="$(tool_path redis-server)"
     ARCTERN_TOOL_LIBS="$(LD_LIBRARY_PATH='' cache_libs)"
     export ARCTERN_REDIS_SERVER ARCTERN_TOOL_LIBS
-    cargo test -p arctern-redis --test change_bus --test one_time --test tasks
-    cargo test -p arctern-cli --test fleet -- --ignored --test-threads 1
+    # --workspace, not -p: the same features as `cargo test --workspace`, so nothing rebuilds.
+    cargo test --workspace --test change_bus --test one_time --test task_store
+    cargo test --workspace --test fleet -- --ignored --test-threads 1
 }
 
 case "${1:-}" in
