@@ -133,7 +133,7 @@ pub(crate) struct TracerKind(std::sync::atomic::AtomicU8);
 impl TracerKind {
     const UNKNOWN: u8 = 0;
     const NOOP: u8 = 1;
-    const RECORDING: u8 = 2;
+    const REAL: u8 = 2;
 
     /// Whether the tracer is known to be the no-op.
     pub(crate) fn is_noop(&self) -> bool {
@@ -152,7 +152,7 @@ impl TracerKind {
         }
         let own_id = span.span_context().span_id() != parent.span().span_context().span_id();
         if span.is_recording() || own_id {
-            self.0.store(Self::RECORDING, Relaxed);
+            self.0.store(Self::REAL, Relaxed);
         } else if !parent.is_telemetry_suppressed() {
             // (An SDK starts no span in a suppressed context: that says nothing.)
             self.0.store(Self::NOOP, Relaxed);

@@ -788,10 +788,12 @@ impl fmt::Debug for SessionClock {
 
 impl Drop for SessionClock {
     fn drop(&mut self) {
-        self.telemetry
-            .instruments()
-            .session
-            .record(seconds_since(self.clock), &self.attributes);
+        let instruments = self.telemetry.instruments();
+        if instruments.metering {
+            instruments
+                .session
+                .record(seconds_since(self.clock), &self.attributes);
+        }
     }
 }
 
@@ -799,23 +801,33 @@ impl SessionClock {
     /// Observes a request the server sends to the session's client.
     pub(crate) fn outgoing(&self, method: &str, id: i64) -> Outgoing {
         let instruments = self.telemetry.instruments();
+        let spans = !instruments.tracer_kind.is_noop();
         let mut attributes = Vec::with_capacity(4);
         attributes.push(KeyValue::new(attr::METHOD, method.to_owned()));
         attributes.extend(self.attributes.iter().cloned());
-        let mut span_attributes = attributes.clone();
-        span_attributes.push(KeyValue::new(attr::REQUEST_ID, id.to_string()));
-        span_attributes.push(KeyValue::new(attr::ERA, "legacy"));
         // Under the call that asks (its SERVER span is current while the shim runs).
         let parent = Context::current();
-        let span = instruments
-            .tracer
-            .span_builder(method.to_owned())
-            .with_kind(SpanKind::Client)
-            .with_attributes(span_attributes)
-            .start_with_context(&instruments.tracer, &parent);
+        // With the no-op tracer, the request carries the asking call's context on.
+        let cx = if spans {
+            let mut span_attributes = attributes.clone();
+            span_attributes.push(KeyValue::new(attr::REQUEST_ID, id.to_string()));
+            span_attributes.push(KeyValue::new(attr::ERA, "legacy"));
+            let span = instruments
+                .tracer
+                .span_builder(method.to_owned())
+                .with_kind(SpanKind::Client)
+                .with_attributes(span_attributes)
+                .start_with_context(&instruments.tracer, &parent);
+            let cx = parent.with_span(span);
+            instruments.tracer_kind.learn(&parent, &cx.span());
+            cx
+        } else {
+            parent
+        };
         Outgoing(Some(Box::new(OutgoingObserved {
             telemetry: self.telemetry.clone(),
-            cx: parent.with_span(span),
+            spans,
+            cx,
             clock: Instant::now(),
             attributes,
         })))
@@ -831,6 +843,8 @@ pub(crate) struct Outgoing(Option<Box<OutgoingObserved>>);
 
 struct OutgoingObserved {
     telemetry: ServerTelemetry,
+    /// Whether `cx` holds a span of ours (else it is the asking call's context).
+    spans: bool,
     cx: Context,
     clock: Instant,
     attributes: Vec<KeyValue>,
@@ -891,19 +905,28 @@ impl OutgoingObserved {
     /// `error`: the JSON-RPC code (if any), `error.type` and the message.
     fn end(mut self, error: Option<(Option<String>, String, String)>) {
         let span = self.cx.span();
+        let recording = self.spans && span.is_recording();
         if let Some((code, error_type, message)) = error {
             if let Some(code) = code {
                 self.attributes.push(KeyValue::new(attr::STATUS_CODE, code));
             }
             self.attributes
                 .push(KeyValue::new(attr::ERROR_TYPE, error_type));
-            span.set_status(Status::error(message));
+            if recording {
+                span.set_status(Status::error(message));
+            }
         }
-        span.set_attributes(self.attributes.iter().cloned());
-        span.end();
-        self.telemetry
-            .instruments()
-            .outgoing
-            .record(seconds_since(self.clock), &self.attributes);
+        if recording {
+            span.set_attributes(self.attributes.iter().cloned());
+        }
+        if self.spans {
+            span.end();
+        }
+        let instruments = self.telemetry.instruments();
+        if instruments.metering {
+            instruments
+                .outgoing
+                .record(seconds_since(self.clock), &self.attributes);
+        }
     }
 }
