@@ -39,9 +39,10 @@ use arctern_bench::wire;
 use bytes::Bytes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST};
-use hyper::{Request, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
@@ -392,7 +393,6 @@ async fn post(
     body: Vec<u8>,
 ) -> Result<Vec<u8>, CallError> {
     let transport = |e: &dyn std::fmt::Display| CallError::Transport(e.to_string());
-    sender.ready().await.map_err(|e| transport(&e))?;
     let mut request = Request::post(target.path.as_str())
         .header(HOST, target.host.as_str())
         .header(CONTENT_TYPE, wire::JSON)
@@ -404,10 +404,7 @@ async fn post(
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| transport(&e))?;
     let exchange = async {
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| transport(&e))?;
+        let response = send(sender, target, request).await?;
         let status = response.status();
         let content_type = response
             .headers()
@@ -433,6 +430,33 @@ async fn post(
     match tokio::time::timeout(REQUEST_TIMEOUT, exchange).await {
         Ok(result) => result,
         Err(_) => Err(CallError::Transport("timed out".into())),
+    }
+}
+
+/// Sends a request on the connection, or on a new one when the server has closed it since
+/// the last reply. That is how keep-alive connections end (nginx closes one after
+/// `keepalive_requests` replies, the last with `Connection: close`): a request that was never
+/// sent is not a failed call. One sent and left unanswered is.
+async fn send(
+    sender: &mut SendRequest<Full<Bytes>>,
+    target: &HttpTarget,
+    request: Request<Full<Bytes>>,
+) -> Result<Response<Incoming>, CallError> {
+    let transport = |e: &dyn std::fmt::Display| CallError::Transport(e.to_string());
+    if sender.is_closed() || sender.ready().await.is_err() {
+        *sender = connect(target).await.map_err(|e| transport(&e))?;
+        sender.ready().await.map_err(|e| transport(&e))?;
+    }
+    match sender.try_send_request(request).await {
+        Ok(response) => Ok(response),
+        Err(mut e) => match e.take_message() {
+            Some(unsent) => {
+                *sender = connect(target).await.map_err(|e| transport(&e))?;
+                sender.ready().await.map_err(|e| transport(&e))?;
+                sender.send_request(unsent).await.map_err(|e| transport(&e))
+            }
+            None => Err(transport(&e.into_error())),
+        },
     }
 }
 

@@ -319,7 +319,11 @@ async fn soak(server: &Path, cli: &Cli) -> Result<bool, Error> {
             while Instant::now() < deadline {
                 i += 1;
                 let text = format!("c{n}-{i}");
-                let tool = if i.is_multiple_of(2) { "confirm" } else { "echo" };
+                let tool = if i.is_multiple_of(2) {
+                    "confirm"
+                } else {
+                    "echo"
+                };
                 let begun = Instant::now();
                 let outcome =
                     tokio::time::timeout(HANG, client.call_tool(tool, json!({ "text": text })))
