@@ -23,6 +23,7 @@
 //!   subscription id (the listen request's id). Each server publishes through its SDK's own
 //!   means (see the servers).
 
+pub mod contract;
 pub mod cpu;
 pub mod floor;
 pub mod measure;

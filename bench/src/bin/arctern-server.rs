@@ -36,8 +36,8 @@ use std::sync::{Arc, OnceLock};
 
 use arctern::server::connection::{Reply, RequestOrigin, WireHeaders};
 use arctern::server::extract::{Args, State};
-use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
 use arctern::server::{ChangeNotifier, McpHandler, McpServer, Server};
+use arctern_bench::contract;
 use arctern_bench::many::*;
 use clap::Parser;
 use schemars::JsonSchema;
@@ -87,40 +87,6 @@ enum InProcess {
     Round2,
 }
 
-/// Arguments of `echo` and `confirm`.
-#[derive(Deserialize, JsonSchema)]
-struct TextArg {
-    /// Any text.
-    text: String,
-}
-
-/// The confirmation `confirm` asks for.
-#[derive(Deserialize, JsonSchema)]
-struct Confirm {
-    /// Go ahead?
-    ok: bool,
-}
-
-impl Question for Confirm {
-    type Args = NoArgs;
-    type Answer = Confirm;
-    fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
-        Ok(Ask::form("confirm", "Confirm?"))
-    }
-}
-
-async fn echo(Args(a): Args<TextArg>) -> String {
-    a.text
-}
-
-async fn confirm(Args(a): Args<TextArg>, Answer(c): Answer<Confirm>) -> String {
-    if c.ok {
-        a.text
-    } else {
-        "Not confirmed.".into()
-    }
-}
-
 /// Arguments of `publish`.
 #[derive(Deserialize, JsonSchema)]
 struct PublishArg {
@@ -147,7 +113,7 @@ include!(concat!(env!("OUT_DIR"), "/many_arctern.rs"));
 fn server(cli: &Cli, notifier: Notifier) -> McpServer<Notifier> {
     let server = McpServer::with_state("arctern-bench", notifier)
         .version(env!("CARGO_PKG_VERSION"))
-        .tool("echo", "Returns its text.", echo);
+        .tool("echo", contract::ECHO, contract::echo);
     #[cfg(feature = "otel")]
     let server = match cli.otel {
         otel::Otel::Disabled => server.telemetry(None),
@@ -166,11 +132,7 @@ fn server(cli: &Cli, notifier: Notifier) -> McpServer<Notifier> {
             // The open-streams scenario holds 10,000 and more (the default allows 1,024).
             .max_listen_streams(1_000_000)
     } else {
-        server.tool(
-            "confirm",
-            "Returns its text after the user confirms.",
-            confirm,
-        )
+        server.tool("confirm", contract::CONFIRM, contract::confirm)
     }
 }
 

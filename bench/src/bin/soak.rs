@@ -29,7 +29,9 @@ use std::time::{Duration, Instant};
 
 use arctern::Era;
 use arctern::client::{Client, ClientBuilder, StdioCommand};
+use arctern::server::McpServer;
 use arctern::types::elicitation::ElicitResult;
+use arctern_bench::contract;
 use arctern_bench::rss::vm_rss_kib;
 use clap::Parser;
 use hdrhistogram::Histogram;
@@ -61,56 +63,10 @@ struct Cli {
 }
 
 /// The benchmark contract's `echo` and `confirm`.
-mod contract {
-    use arctern::server::McpServer;
-    use arctern::server::extract::Args;
-    use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
-    use schemars::JsonSchema;
-    use serde::Deserialize;
-
-    /// Arguments of `echo` and `confirm`.
-    #[derive(Deserialize, JsonSchema)]
-    struct TextArg {
-        /// Any text.
-        text: String,
-    }
-
-    /// The confirmation `confirm` asks for.
-    #[derive(Deserialize, JsonSchema)]
-    struct Confirm {
-        /// Go ahead?
-        ok: bool,
-    }
-
-    impl Question for Confirm {
-        type Args = NoArgs;
-        type Answer = Confirm;
-        fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Confirm>, NotYet> {
-            Ok(Ask::form("confirm", "Confirm?"))
-        }
-    }
-
-    async fn echo(Args(a): Args<TextArg>) -> String {
-        a.text
-    }
-
-    async fn confirm(Args(a): Args<TextArg>, Answer(c): Answer<Confirm>) -> String {
-        if c.ok {
-            a.text
-        } else {
-            "Not confirmed.".into()
-        }
-    }
-
-    pub fn server() -> McpServer {
-        McpServer::new("arctern-soak")
-            .tool("echo", "Returns its text.", echo)
-            .tool(
-                "confirm",
-                "Returns its text after the user confirms.",
-                confirm,
-            )
-    }
+fn contract_server() -> McpServer {
+    McpServer::new("arctern-soak")
+        .tool("echo", contract::ECHO, contract::echo)
+        .tool("confirm", contract::CONFIRM, contract::confirm)
 }
 
 /// A call that takes longer than this counts as hung.
@@ -120,13 +76,13 @@ const HANG: Duration = Duration::from_secs(30);
 async fn main() -> ExitCode {
     let mut cli = Cli::parse();
     if let Some(port) = cli.serve_port {
-        return match contract::server().serve_http(("127.0.0.1", port)).await {
+        return match contract_server().serve_http(("127.0.0.1", port)).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(_) => ExitCode::FAILURE,
         };
     }
     if cli.serve_stdio {
-        return match contract::server().serve_stdio().await {
+        return match contract_server().serve_stdio().await {
             Ok(()) => ExitCode::SUCCESS,
             Err(_) => ExitCode::FAILURE,
         };
