@@ -2,7 +2,6 @@
 
 use std::fmt::Display;
 
-use arctern_types::ErrorObject;
 use arctern_types::content::{BlobResourceContents, ResourceContents, TextResourceContents};
 use arctern_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
 use base64::Engine as _;
@@ -11,7 +10,7 @@ use super::entry::{Convert, Entry, HandlerError, Kind, erase};
 use super::handler_fn::HandlerFn;
 use super::uri_template::UriTemplate;
 use crate::Outcome;
-use crate::server::extract::{MrtrStyle, Rejection, Signature};
+use crate::server::extract::{MrtrStyle, Signature};
 use crate::server::handler::HandlerResult;
 
 /// Binary resource content, sent base64-encoded as a `blob`.
@@ -240,18 +239,6 @@ macro_rules! read_kind {
         impl Kind for $kind {
             type Def = $def;
             type Result = ReadResourceResult;
-
-            fn refusal(message: String) -> HandlerResult<Outcome<ReadResourceResult>> {
-                Err(ErrorObject::invalid_params(message))
-            }
-
-            fn rejection(rejection: Rejection) -> HandlerResult<Outcome<ReadResourceResult>> {
-                Err(rejection.into_error())
-            }
-
-            fn failed(result: &HandlerResult<Outcome<ReadResourceResult>>) -> bool {
-                result.is_err()
-            }
         }
 
         impl<T: IntoReadResult> Convert<$kind> for T {
