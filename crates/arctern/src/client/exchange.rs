@@ -48,6 +48,31 @@ pub(super) struct Req<'a, P> {
     pub(super) renew: bool,
 }
 
+/// A result whose `_meta` may carry the server's identity.
+pub(super) trait ServerMeta {
+    /// The result's `_meta`.
+    fn meta(&self) -> Option<&Meta>;
+}
+
+macro_rules! server_meta {
+    ($($t:ty),* $(,)?) => {$(
+        impl ServerMeta for $t {
+            fn meta(&self) -> Option<&Meta> {
+                self.meta.as_ref()
+            }
+        }
+    )*};
+}
+
+server_meta!(
+    arctern_types::tools::CallToolResult,
+    arctern_types::prompts::GetPromptResult,
+    arctern_types::tools::ListToolsResult,
+    arctern_types::prompts::ListPromptsResult,
+    arctern_types::resources::ListResourcesResult,
+    arctern_types::resources::ListResourceTemplatesResult,
+);
+
 impl Client {
     // ---------------------------------------------------------------- requests
 
