@@ -503,6 +503,12 @@ fn is_request_scoped(method: &str) -> bool {
 
 /// Whether `error` says the server no longer knows the legacy session (HTTP 404).
 fn session_gone(error: &Error) -> bool {
+    http_status(error) == Some(404)
+}
+
+/// The status of the HTTP answer `error` came from, when it was an error status that
+/// carried no JSON-RPC message.
+pub(super) fn http_status(error: &Error) -> Option<u16> {
     #[cfg(feature = "http")]
     {
         let mut source = std::error::Error::source(error);
@@ -510,11 +516,11 @@ fn session_gone(error: &Error) -> bool {
             if let Some(status) =
                 s.downcast_ref::<crate::transport::http::client::HttpStatusError>()
             {
-                return status.status == http::StatusCode::NOT_FOUND;
+                return Some(status.status.as_u16());
             }
             source = s.source();
         }
     }
     let _ = error;
-    false
+    None
 }
