@@ -17,8 +17,8 @@ use crate::server::handler::HandlerResult;
 /// Implemented for [`GetPromptResult`], `Vec<PromptMessage>`, [`PromptMessage`], `String` (one
 /// user message), `Outcome<GetPromptResult>` (the manual multi round-trip form), and
 /// `Result<T, E>` for any `E: Display` (`anyhow::Error` included): an
-/// [`ErrorObject`] is sent as the JSON-RPC error it is, any other error as `-32603` with a
-/// generic message (the real one is logged).
+/// [`ErrorObject`](crate::ErrorObject) is sent as the JSON-RPC error it is, any other error as
+/// `-32603` with a generic message (the real one is logged).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a prompt handler",
     label = "not a prompt result",

@@ -21,9 +21,10 @@ pub struct Blob(pub Vec<u8>);
 ///
 /// Implemented for [`ReadResourceResult`], `String` (text), [`Blob`] and `Vec<u8>` (binary),
 /// [`ResourceContents`], `Vec<ResourceContents>`, `Outcome<ReadResourceResult>` (the manual
-/// multi round-trip form), and `Result<T, E>` for any `E: Display` (an [`ErrorObject`] is
-/// sent as it is, any other error as `-32603` with a generic message). Text
-/// and binary content take the URI that was read and the MIME type the resource declares.
+/// multi round-trip form), and `Result<T, E>` for any `E: Display` (an
+/// [`ErrorObject`](crate::ErrorObject) is sent as it is, any other error as `-32603` with a
+/// generic message). Text and binary content take the URI that was read and the MIME type the
+/// resource declares.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a resource handler",
     label = "not a resource result",
