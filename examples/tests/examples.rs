@@ -204,7 +204,7 @@ fn dependency_form_batches_then_asks_the_dependent_question() {
     let r3 = ex.request(3, "tools/call", Some("plan_trip"), r3_params);
     assert_eq!(
         r3["result"]["content"][0]["text"],
-        "Booked lisbon-0 in Lisbon from 2027-05-01 for 3 nights."
+        "Booked Central Lisbon from 2027-05-01 for 3 nights."
     );
 }
 

@@ -637,6 +637,83 @@ async fn requests_outside_any_call_get_invalid_params() {
     assert_eq!(asked.load(Ordering::SeqCst), 0, "no handler ran");
 }
 
+/// A 2025-era server may ask on the session's `GET` stream on behalf of a call (the
+/// official conformance suite's elicitation scenario does): while a `tools/call` is in
+/// flight, such a request is answered, and credited to that call.
+#[tokio::test]
+async fn a_request_on_the_get_stream_during_a_call_is_answered() {
+    let (answers_tx, answers_rx) = mpsc::unbounded_channel::<Value>();
+    let answers_rx = Arc::new(tokio::sync::Mutex::new(answers_rx));
+    let (get_tx, get_rx) = mpsc::unbounded_channel::<mpsc::UnboundedSender<Value>>();
+    let get_rx = Arc::new(tokio::sync::Mutex::new(get_rx));
+    let (get_tx, answers_tx) = (Arc::new(get_tx), Arc::new(answers_tx));
+    let (url, _log, _stop) = hostile(move |seen| {
+        let (get_tx, get_rx) = (get_tx.clone(), get_rx.clone());
+        let (answers_tx, answers_rx) = (answers_tx.clone(), answers_rx.clone());
+        async move {
+            match (seen.method.as_str(), seen.rpc()) {
+                ("POST", "initialize") => {
+                    initialize_result(seen.id(), "2025-11-25", json!({"tools": {}}))
+                }
+                ("GET", _) => {
+                    let (tx, response) = sse_channel();
+                    let _ = get_tx.send(tx);
+                    response
+                }
+                ("DELETE", _) => StatusCode::OK.into_response(),
+                ("POST", "") => {
+                    let _ = answers_tx.send(seen.body.clone());
+                    StatusCode::ACCEPTED.into_response()
+                }
+                ("POST", "tools/call") => {
+                    let (tx, response) = sse_channel();
+                    let id = seen.id();
+                    tokio::spawn(async move {
+                        // Asks on the GET stream, then answers the call with the answer.
+                        let stream = get_rx.lock().await.recv().await.unwrap();
+                        let _ = stream.send(json!({"jsonrpc": "2.0", "id": 7,
+                            "method": "elicitation/create", "params": {"mode": "form",
+                            "message": "Sure?", "requestedSchema": {"type": "object",
+                            "properties": {"ok": {"type": "boolean"}}}}}));
+                        let answer = answers_rx.lock().await.recv().await.unwrap();
+                        let text = answer.to_string();
+                        let _ = tx.send(result(
+                            id,
+                            json!({"content": [{"type": "text", "text": text}]}),
+                        ));
+                    });
+                    response
+                }
+                ("POST", _) => StatusCode::ACCEPTED.into_response(),
+                _ => StatusCode::BAD_REQUEST.into_response(),
+            }
+        }
+    })
+    .await;
+    let asked_by = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked_by.clone();
+    let client = base()
+        .era(Era::Legacy)
+        .on_elicit(move |question| {
+            seen.lock()
+                .unwrap()
+                .push(question.origin().target().to_owned());
+            async { Ok(ElicitResult::accept([("ok", true)])) }
+        })
+        .connect(&url)
+        .await
+        .unwrap();
+    let result = tokio::time::timeout(PATIENCE, client.call_tool("asks", json!({})))
+        .await
+        .unwrap()
+        .unwrap();
+    let answer: Value = serde_json::from_str(result.content[0].as_text().unwrap()).unwrap();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["result"]["action"], "accept", "{answer}");
+    assert_eq!(answer["result"]["content"]["ok"], true, "{answer}");
+    assert_eq!(*asked_by.lock().unwrap(), ["asks"], "credited to the call");
+}
+
 /// Before: `retry: 0` and one event per connection made the client reconnect at once, for
 /// ever (3 598 GETs in 5 s).
 #[tokio::test]

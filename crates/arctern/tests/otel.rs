@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arctern::client::{Client, Continuation, Outcome as ClientOutcome};
 use arctern::otel::{ClientTelemetry, DURATION_BUCKETS, RemoteParent, ServerTelemetry};
-use arctern::server::connection::{RequestOrigin, TransportKind};
+use arctern::server::connection::{Reply, RequestOrigin, TransportKind};
 use arctern::server::mrtr::{Ask, Interrupt, Questions};
 use arctern::server::{BuiltServer, McpServer, ResourceSpec};
 use arctern::types::elicitation::ElicitResult;
@@ -45,15 +45,19 @@ fn meter() -> (InMemoryMetricExporter, SdkMeterProvider) {
     (exporter, provider)
 }
 
+/// The application's propagators (the same in every test of this binary).
+fn propagators() {
+    global::set_text_map_propagator(opentelemetry::propagation::TextMapCompositePropagator::new(
+        vec![
+            Box::new(TraceContextPropagator::new()),
+            Box::new(BaggagePropagator::new()),
+        ],
+    ));
+}
+
 impl Otel {
     fn new() -> Self {
-        // The application's propagators (the same in every test of this binary).
-        global::set_text_map_propagator(
-            opentelemetry::propagation::TextMapCompositePropagator::new(vec![
-                Box::new(TraceContextPropagator::new()),
-                Box::new(BaggagePropagator::new()),
-            ]),
-        );
+        propagators();
         let spans = InMemorySpanExporter::default();
         let tracer = SdkTracerProvider::builder()
             .with_simple_exporter(spans.clone())
@@ -900,6 +904,127 @@ async fn the_histograms_use_the_conventions_units_and_buckets() {
             0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0
         ]
     );
+}
+
+// ------------------------------------------------------------------ no SDK, or half of one
+
+/// A `tools/call` of `echo` with this `_meta` (`traceparent` and `baggage` or none).
+fn echo_request(id: u32, trace: Option<(&str, &str)>) -> String {
+    let context = match trace {
+        Some((trace, parent)) => {
+            format!(r#","traceparent":"00-{trace}-{parent}-01","baggage":"tenant=acme""#)
+        }
+        None => String::new(),
+    };
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}{context}}}}}}}"#
+    )
+}
+
+#[tokio::test]
+async fn without_an_sdk_the_handler_still_runs_in_the_clients_trace_context() {
+    // The global providers of this binary are never set: the server's tracer and meter are
+    // the no-op ones, and after its first span the server knows it and starts no more.
+    propagators();
+    // What each call's handler saw: its trace and parent span, and the `tenant` baggage.
+    type Seen = (TraceId, SpanId, Option<String>);
+    let seen: Arc<std::sync::Mutex<Vec<Seen>>> = Arc::default();
+    let sink = seen.clone();
+    let server = McpServer::new("plain")
+        .tool("echo", "", move || {
+            let cx = Context::current();
+            let sc = cx.span().span_context().clone();
+            let tenant = cx.baggage().get("tenant").map(|v| v.to_string());
+            sink.lock()
+                .unwrap()
+                .push((sc.trace_id(), sc.span_id(), tenant));
+            async { "ok" }
+        })
+        .build()
+        .unwrap();
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = "00f067aa0ba902b7";
+    for (id, context) in [
+        (1, Some((trace, parent))),
+        (2, None),
+        (3, Some((trace, parent))),
+        (4, Some((trace, parent))),
+    ] {
+        let reply = server
+            .handle_bytes(
+                echo_request(id, context).as_bytes(),
+                RequestOrigin::new(TransportKind::Http),
+            )
+            .await;
+        let Reply::Message { body, .. } = reply else {
+            panic!("request {id}: not one message");
+        };
+        let reply: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(reply["result"]["content"][0]["text"], "ok", "{reply}");
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4);
+    let (trace, parent) = (
+        TraceId::from_hex(trace).unwrap(),
+        SpanId::from_hex(parent).unwrap(),
+    );
+    for i in [0, 2, 3] {
+        assert_eq!(
+            seen[i],
+            (trace, parent, Some("acme".to_owned())),
+            "request {i}"
+        );
+    }
+    assert_eq!(seen[1], (TraceId::INVALID, SpanId::INVALID, None));
+}
+
+#[tokio::test]
+async fn with_only_a_meter_or_only_a_tracer_installed_the_other_loses_nothing() {
+    use opentelemetry::metrics::NoopMeterProvider;
+    use opentelemetry::trace::noop::NoopTracerProvider;
+    use opentelemetry_sdk::trace::Sampler;
+    let otel = Otel::new();
+    // Metrics only: every call is counted though no span is ever started.
+    let metered = server(ServerTelemetry::new(
+        &NoopTracerProvider::new(),
+        &otel.server_meter,
+    ));
+    // Spans sampled out: the tracer is an SDK's all the same, and the metrics are kept.
+    let sampled_out = SdkTracerProvider::builder()
+        .with_sampler(Sampler::AlwaysOff)
+        .with_simple_exporter(otel.spans.clone())
+        .build();
+    let unsampled = server(ServerTelemetry::new(&sampled_out, &otel.server_meter));
+    // Spans only: every span keeps its attributes.
+    let traced = server(ServerTelemetry::new(
+        &otel.tracer,
+        &NoopMeterProvider::new(),
+    ));
+    for built in [&metered, &unsampled, &traced] {
+        for id in 1..=3 {
+            built
+                .handle_bytes(
+                    echo_request(id, None).as_bytes(),
+                    RequestOrigin::new(TransportKind::Http),
+                )
+                .await;
+        }
+    }
+    let (_, points) = histogram(&otel.server_metrics(), "mcp.server.operation.duration");
+    let echo: u64 = points
+        .iter()
+        .filter(|p| has(&p.attributes, "gen_ai.tool.name", "echo"))
+        .map(|p| p.count)
+        .sum();
+    assert_eq!(echo, 6);
+    let spans = otel.of_kind(SpanKind::Server);
+    assert_eq!(spans.len(), 3);
+    for span in &spans {
+        assert_eq!(span.name, "tools/call echo");
+        assert_eq!(attr_str(span, "gen_ai.tool.name").as_deref(), Some("echo"));
+        assert_eq!(attr_str(span, "network.transport").as_deref(), Some("tcp"));
+        assert!(attr(span, "jsonrpc.request.id").is_some());
+    }
 }
 
 // ------------------------------------------------------------------ the legacy era

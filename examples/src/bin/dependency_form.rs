@@ -67,9 +67,14 @@ async fn plan_trip(
     Answer(when): Answer<Dates>,
     Answer(hotel): Answer<Hotel>,
 ) -> String {
+    // The answer is the id of an offered hotel (checked before the body runs): show its name.
+    let name = hotels_in(&d.city)
+        .into_iter()
+        .find_map(|(id, name)| (id == hotel).then_some(name))
+        .unwrap_or(hotel);
     format!(
-        "Booked {hotel} in {} from {} for {} nights.",
-        d.city, when.from, when.nights
+        "Booked {name} from {} for {} nights.",
+        when.from, when.nights
     )
 }
 

@@ -313,8 +313,9 @@ impl ClientBuilder {
     /// Whether a legacy server's requests that belong to no request of the client are
     /// answered (default off: they get `-32602`, as SEP-2260 says; `ping` is always
     /// answered). A request belongs to a call when it arrives on the call's response
-    /// stream, or, on stdio, while a `tools/call`, `prompts/get` or `resources/read` is in
-    /// flight. Turn this on only for old servers that ask on the session's `GET` stream.
+    /// stream, or, on stdio and on the session's `GET` stream, while a `tools/call`,
+    /// `prompts/get` or `resources/read` is in flight. Turn this on only for servers that
+    /// ask when no such call is in flight.
     pub fn answer_unassociated_requests(mut self, answer: bool) -> Self {
         self.limits.answer_unassociated = answer;
         self
@@ -460,7 +461,7 @@ impl ClientBuilder {
             // Requests of a legacy server that arrive outside a call's stream (stdio).
             transport.set_request_sink(Arc::new(move |request| {
                 if let Some(inner) = weak.upgrade() {
-                    Client { inner }.spawn_answer(request, false);
+                    Client { inner }.spawn_answer(request);
                 }
             }));
             Inner {

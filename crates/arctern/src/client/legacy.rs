@@ -428,16 +428,17 @@ impl Client {
         }
     }
 
-    /// Answers a request a legacy server sent outside a response stream: on stdio
-    /// (`session_stream` false), where requests are tied to the calls in flight; on the HTTP
-    /// `GET` stream, where they belong to no request. A request that belongs to no call gets
+    /// Answers a request a legacy server sent outside a response stream: on stdio, or on
+    /// the HTTP `GET` stream, where 2025-era servers may ask on behalf of a call (the
+    /// official conformance suite's do). Either way it is taken to belong to the calls in
+    /// flight; when no call that may ask is in flight, it belongs to no request and gets
     /// `-32602` (SEP-2260) unless the client was told to answer them; `ping` is always
     /// answered. A few are answered at a time; beyond the cap on waiting ones, they are
     /// refused.
-    pub(crate) fn spawn_answer(&self, request: JsonRpcRequest, session_stream: bool) {
+    pub(crate) fn spawn_answer(&self, request: JsonRpcRequest) {
         let client = self.clone();
         let ping = request.method == methods::legacy::PING;
-        let associated = !session_stream && self.inner.in_flight.any();
+        let associated = self.inner.in_flight.any();
         if !ping && !associated && !self.inner.limits.answer_unassociated {
             let error = ErrorObject::invalid_params(format!(
                 "{} belongs to no request of this client (SEP-2260)",
@@ -737,7 +738,7 @@ async fn listen_loop(weak: Weak<Inner>, mut stream: MessageStream) {
         };
         let client = Client { inner };
         match item {
-            Ok(JsonRpcMessage::Request(r)) => client.spawn_answer(r, true),
+            Ok(JsonRpcMessage::Request(r)) => client.spawn_answer(r),
             Ok(JsonRpcMessage::Notification(n)) => client.inner.hub.dispatch(n),
             Ok(other) => {
                 tracing::debug!(id = ?other.id(), "ignored a response on the session's GET stream")

@@ -12,8 +12,8 @@ use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
 
 use super::{
-    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, TraceFields, attr, error_kind_name, names,
-    seconds_since,
+    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, TraceFields, TracerKind, attr, error_kind_name,
+    names, seconds_since,
 };
 use crate::Error;
 
@@ -44,15 +44,21 @@ impl Default for ClientTelemetry {
 
 struct Instruments {
     tracer: BoxedTracer,
+    /// Whether `tracer` is OpenTelemetry's no-op, as its spans have shown.
+    tracer_kind: TracerKind,
+    /// Whether the meter records (false for OpenTelemetry's no-op meter).
+    metering: bool,
     operation: Histogram<f64>,
     flow_duration: Histogram<f64>,
     flow_rounds: Histogram<u64>,
 }
 
 impl Instruments {
-    fn new(tracer: BoxedTracer, meter: &Meter) -> Self {
+    fn new(tracer: BoxedTracer, meter: &Meter, metering: bool) -> Self {
         Instruments {
             tracer,
+            tracer_kind: TracerKind::default(),
+            metering,
             operation: meter
                 .f64_histogram(names::CLIENT_OPERATION_DURATION)
                 .with_unit("s")
@@ -95,9 +101,9 @@ impl ClientTelemetry {
         P: TracerProvider<Tracer = T>,
         M: MeterProvider,
     {
-        let (tracer, meter) = super::scoped_instruments(tracer_provider, meter_provider);
+        let (tracer, meter, metering) = super::scoped_instruments(tracer_provider, meter_provider);
         let source = OnceLock::new();
-        let _ = source.set(Instruments::new(tracer, &meter));
+        let _ = source.set(Instruments::new(tracer, &meter, metering));
         ClientTelemetry {
             source: Arc::new(source),
             flow_spans: true,
@@ -113,8 +119,8 @@ impl ClientTelemetry {
 
     fn instruments(&self) -> &Instruments {
         self.source.get_or_init(|| {
-            let (tracer, meter) = super::global_instruments();
-            Instruments::new(tracer, &meter)
+            let (tracer, meter, metering) = super::global_instruments();
+            Instruments::new(tracer, &meter, metering)
         })
     }
 }
@@ -143,10 +149,21 @@ fn target_attributes(method: &str, name: Option<&str>, out: &mut Vec<KeyValue>) 
 
 /// One request being observed by the client: its `CLIENT` span, begun when the request is
 /// encoded, and its clock.
-pub(crate) struct ClientObservation(Option<Box<Observed>>);
+pub(crate) enum ClientObservation {
+    /// Telemetry is off.
+    Off,
+    /// Telemetry is on and nothing records (no SDK installed): the request carries the
+    /// current trace context, as the no-op span's would be.
+    Quiet,
+    /// Spans or metrics (or both) record.
+    Full(Box<Observed>),
+}
 
-struct Observed {
+pub(crate) struct Observed {
     telemetry: ClientTelemetry,
+    /// Whether `cx` holds a span of ours (else it is the current context).
+    spans: bool,
+    metering: bool,
     cx: Context,
     clock: Instant,
     attributes: Vec<KeyValue>,
@@ -163,9 +180,14 @@ impl ClientObservation {
         protocol_version: &str,
     ) -> Self {
         let Some(telemetry) = telemetry else {
-            return ClientObservation(None);
+            return ClientObservation::Off;
         };
         let instruments = telemetry.instruments();
+        let spans = !instruments.tracer_kind.is_noop();
+        let metering = instruments.metering;
+        if !spans && !metering {
+            return ClientObservation::Quiet;
+        }
         let mut attributes = Vec::with_capacity(8);
         attributes.push(KeyValue::new(attr::METHOD, method.to_owned()));
         let target = target_attributes(method, name, &mut attributes);
@@ -173,53 +195,69 @@ impl ClientObservation {
             attr::PROTOCOL_VERSION,
             protocol_version.to_owned(),
         ));
-        let span_name = match &target {
-            Some(target) => format!("{method} {target}"),
-            None => method.to_owned(),
+        let parent = Context::current();
+        let cx = if spans {
+            let span_name = match &target {
+                Some(target) => format!("{method} {target}"),
+                None => method.to_owned(),
+            };
+            let mut span_attributes = attributes.clone();
+            if let Some(round) = round {
+                span_attributes.push(KeyValue::new(attr::ROUND, i64::from(round)));
+            }
+            let span = instruments
+                .tracer
+                .span_builder(span_name)
+                .with_kind(SpanKind::Client)
+                .with_attributes(span_attributes)
+                .start_with_context(&instruments.tracer, &parent);
+            let cx = parent.with_span(span);
+            instruments.tracer_kind.learn(&parent, &cx.span());
+            cx
+        } else {
+            parent
         };
-        let mut span_attributes = attributes.clone();
         // The URI is opt-in on metrics: the span has it, the histogram not.
         attributes.retain(|kv| kv.key.as_str() != attr::RESOURCE_URI);
-        if let Some(round) = round {
-            span_attributes.push(KeyValue::new(attr::ROUND, i64::from(round)));
-        }
-        let parent = Context::current();
-        let span = instruments
-            .tracer
-            .span_builder(span_name)
-            .with_kind(SpanKind::Client)
-            .with_attributes(span_attributes)
-            .start_with_context(&instruments.tracer, &parent);
-        ClientObservation(Some(Box::new(Observed {
+        ClientObservation::Full(Box::new(Observed {
             telemetry: telemetry.clone(),
-            cx: parent.with_span(span),
+            spans,
+            metering,
+            cx,
             clock: Instant::now(),
             attributes,
-        })))
+        }))
     }
 
     /// The request's JSON-RPC id.
     pub(crate) fn id(&self, id: i64) {
-        if let Some(o) = &self.0 {
-            o.cx.span()
-                .set_attribute(KeyValue::new(attr::REQUEST_ID, id.to_string()));
+        if let ClientObservation::Full(o) = self
+            && o.spans
+        {
+            let span = o.cx.span();
+            if span.is_recording() {
+                span.set_attribute(KeyValue::new(attr::REQUEST_ID, id.to_string()));
+            }
         }
     }
 
     /// The trace context to put in the request's `_meta`.
     pub(crate) fn inject(&self) -> TraceFields {
-        match &self.0 {
-            Some(o) => TraceFields::inject(&o.cx),
-            None => TraceFields::default(),
+        match self {
+            ClientObservation::Off => TraceFields::default(),
+            ClientObservation::Quiet => TraceFields::inject(&Context::current()),
+            ClientObservation::Full(o) => TraceFields::inject(&o.cx),
         }
     }
 
     /// Ends the span and records `mcp.client.operation.duration`: every error counts.
     pub(crate) fn finish(self, outcome: &Result<Box<RawValue>, Error>, mrtr: bool) {
-        let Some(mut o) = self.0 else {
+        let ClientObservation::Full(mut o) = self else {
             return;
         };
         let span = o.cx.span();
+        // Nothing to build for a span that drops it.
+        let recording = o.spans && span.is_recording();
         match outcome {
             Ok(raw) => {
                 if mrtr {
@@ -229,7 +267,9 @@ impl ClientObservation {
                 if crate::client::is_tool_error_result(raw) {
                     o.attributes
                         .push(KeyValue::new(attr::ERROR_TYPE, "tool_error"));
-                    span.set_status(Status::error("The tool reported an error"));
+                    if recording {
+                        span.set_status(Status::error("The tool reported an error"));
+                    }
                 }
             }
             Err(e) => {
@@ -244,25 +284,44 @@ impl ClientObservation {
                 };
                 o.attributes
                     .push(KeyValue::new(attr::ERROR_TYPE, error_type));
-                span.set_status(Status::error(e.to_string()));
+                if recording {
+                    span.set_status(Status::error(e.to_string()));
+                }
             }
         }
-        span.set_attributes(o.attributes.iter().cloned());
-        span.end();
-        o.telemetry
-            .instruments()
-            .operation
-            .record(seconds_since(o.clock), &o.attributes);
+        if recording {
+            span.set_attributes(o.attributes.iter().cloned());
+        }
+        if o.spans {
+            span.end();
+        }
+        if o.metering {
+            o.telemetry
+                .instruments()
+                .operation
+                .record(seconds_since(o.clock), &o.attributes);
+        }
     }
 }
 
 /// The span around one flow of the automatic multi round-trip loop: `execute_tool {tool}`
 /// for a tool call (the GenAI execute-tool span), `{method} {target}` otherwise, kind
 /// `INTERNAL`. Its rounds' `CLIENT` spans are its children.
-pub(crate) struct FlowSpan(Option<Box<Flow>>);
+pub(crate) enum FlowSpan {
+    /// Telemetry or flow spans are off.
+    Off,
+    /// Nothing records (no SDK installed): the rounds run in the flow's parent context, as
+    /// they would under the no-op span.
+    Quiet(Context),
+    /// The span or the metrics (or both) record.
+    Full(Box<Flow>),
+}
 
-struct Flow {
+pub(crate) struct Flow {
     telemetry: ClientTelemetry,
+    /// Whether `cx` holds a span of ours (else it is the flow's parent context).
+    spans: bool,
+    metering: bool,
     cx: Context,
     clock: Instant,
     attributes: Vec<KeyValue>,
@@ -280,48 +339,63 @@ impl FlowSpan {
         resumed: Option<&TraceFields>,
     ) -> Self {
         let Some(telemetry) = telemetry.filter(|t| t.flow_spans) else {
-            return FlowSpan(None);
+            return FlowSpan::Off;
         };
         let instruments = telemetry.instruments();
+        let spans = !instruments.tracer_kind.is_noop();
+        let metering = instruments.metering;
+        let (parent, links) = resumed_parent(resumed);
+        if !spans && !metering {
+            return FlowSpan::Quiet(parent);
+        }
         let mut attributes = vec![KeyValue::new(attr::METHOD, method.to_owned())];
         let target = target_attributes(method, Some(name), &mut attributes);
-        let span_name = match (method, &target) {
-            ("tools/call", Some(tool)) => format!("execute_tool {tool}"),
-            (_, Some(target)) => format!("{method} {target}"),
-            (_, None) => method.to_owned(),
+        let cx = if spans {
+            let span_name = match (method, &target) {
+                ("tools/call", Some(tool)) => format!("execute_tool {tool}"),
+                (_, Some(target)) => format!("{method} {target}"),
+                (_, None) => method.to_owned(),
+            };
+            let span = instruments
+                .tracer
+                .span_builder(span_name)
+                .with_kind(SpanKind::Internal)
+                .with_attributes(attributes.clone())
+                .with_links(links)
+                .start_with_context(&instruments.tracer, &parent);
+            let cx = parent.with_span(span);
+            instruments.tracer_kind.learn(&parent, &cx.span());
+            cx
+        } else {
+            parent
         };
-        let (parent, links) = resumed_parent(resumed);
-        let span_attributes = attributes.clone();
         attributes.retain(|kv| kv.key.as_str() != attr::RESOURCE_URI);
-        let span = instruments
-            .tracer
-            .span_builder(span_name)
-            .with_kind(SpanKind::Internal)
-            .with_attributes(span_attributes)
-            .with_links(links)
-            .start_with_context(&instruments.tracer, &parent);
-        FlowSpan(Some(Box::new(Flow {
+        FlowSpan::Full(Box::new(Flow {
             telemetry: telemetry.clone(),
-            cx: parent.with_span(span),
+            spans,
+            metering,
+            cx,
             clock: Instant::now(),
             attributes,
-        })))
+        }))
     }
 
     /// The context the flow's rounds run in.
     pub(crate) fn context(&self) -> Context {
-        match &self.0 {
-            Some(flow) => flow.cx.clone(),
-            None => Context::current(),
+        match self {
+            FlowSpan::Off => Context::current(),
+            FlowSpan::Quiet(parent) => parent.clone(),
+            FlowSpan::Full(flow) => flow.cx.clone(),
         }
     }
 
     /// Ends the flow after `rounds` rounds.
     pub(crate) fn finish<T>(self, outcome: &Result<T, Error>, rounds: u32) {
-        let Some(mut flow) = self.0 else {
+        let FlowSpan::Full(mut flow) = self else {
             return;
         };
         let span = flow.cx.span();
+        let recording = flow.spans && span.is_recording();
         if let Err(e) = outcome {
             let error_type = match e.protocol_error() {
                 Some(obj) => obj.code.0.to_string(),
@@ -329,13 +403,19 @@ impl FlowSpan {
             };
             flow.attributes
                 .push(KeyValue::new(attr::ERROR_TYPE, error_type));
-            span.set_status(Status::error(e.to_string()));
+            if recording {
+                span.set_status(Status::error(e.to_string()));
+            }
         }
-        span.set_attribute(KeyValue::new(attr::FLOW_ROUNDS, i64::from(rounds)));
-        span.set_attributes(flow.attributes.iter().cloned());
-        span.end();
-        let instruments = flow.telemetry.instruments();
-        if rounds > 1 {
+        if recording {
+            span.set_attribute(KeyValue::new(attr::FLOW_ROUNDS, i64::from(rounds)));
+            span.set_attributes(flow.attributes.iter().cloned());
+        }
+        if flow.spans {
+            span.end();
+        }
+        if flow.metering && rounds > 1 {
+            let instruments = flow.telemetry.instruments();
             instruments
                 .flow_duration
                 .record(seconds_since(flow.clock), &flow.attributes);

@@ -25,6 +25,8 @@ use opentelemetry::propagation::Extractor;
 #[cfg(feature = "client")]
 use opentelemetry::propagation::Injector;
 #[cfg(any(feature = "server", feature = "client"))]
+use opentelemetry::trace::TraceContextExt as _;
+#[cfg(any(feature = "server", feature = "client"))]
 use serde_json::{Map, Value};
 
 pub use opentelemetry as api;
@@ -39,14 +41,15 @@ pub use client::ClientTelemetry;
 #[cfg(feature = "client")]
 pub(crate) use client::{ClientObservation, FlowSpan, resumed_parent};
 #[cfg(feature = "server")]
-pub(crate) use server::{Observation, SessionClock, TargetKind};
+pub(crate) use server::{InContext, Observation, SessionClock, TargetKind};
 #[cfg(feature = "server")]
 pub use server::{RemoteParent, ServerTelemetry};
 
 /// The instrumentation scope of every span and instrument arctern makes.
 pub const SCOPE: &str = "arctern";
 
-/// A tracer and a meter in arctern's scope, from these providers.
+/// A tracer and a meter in arctern's scope, from these providers, and whether the meter
+/// records (see [`meter_records`]).
 #[cfg(any(feature = "server", feature = "client"))]
 fn scoped_instruments<T, P, M>(
     tracer_provider: &P,
@@ -54,6 +57,7 @@ fn scoped_instruments<T, P, M>(
 ) -> (
     opentelemetry::global::BoxedTracer,
     opentelemetry::metrics::Meter,
+    bool,
 )
 where
     T: opentelemetry::trace::Tracer + Send + Sync + 'static,
@@ -64,19 +68,96 @@ where
     let tracer = opentelemetry::global::BoxedTracer::new(Box::new(
         tracer_provider.tracer_with_scope(scope()),
     ));
-    (tracer, meter_provider.meter_with_scope(scope()))
+    let meter = meter_provider.meter_with_scope(scope());
+    let metering = meter_records(meter_provider, &meter);
+    (tracer, meter, metering)
 }
 
-/// A tracer and a meter in arctern's scope, from the global providers as they are now.
+/// A tracer and a meter in arctern's scope, from the global providers as they are now, and
+/// whether the meter records (see [`meter_records`]).
 #[cfg(any(feature = "server", feature = "client"))]
 fn global_instruments() -> (
     opentelemetry::global::BoxedTracer,
     opentelemetry::metrics::Meter,
+    bool,
 ) {
+    let provider = opentelemetry::global::meter_provider();
+    let meter = provider.meter_with_scope(scope());
+    let metering = meter_records(&*provider, &meter);
     (
         opentelemetry::global::tracer_with_scope(scope()),
-        opentelemetry::global::meter_provider().meter_with_scope(scope()),
+        meter,
+        metering,
     )
+}
+
+/// Whether `meter` (from `provider`) may record anything: false only for OpenTelemetry's
+/// no-op meter provider, the global one until an application installs an SDK, so that
+/// arctern builds no attributes for instruments that drop them.
+///
+/// The API offers no way to ask, so this goes by what the no-op is and does: its provider
+/// holds nothing (a zero-sized type, where any provider that records reaches its pipeline
+/// through a field), and its meter drops an observable instrument's callback at once, where
+/// a meter that records keeps it to call at every collection. The second test runs only for
+/// a zero-sized provider, and registers a gauge (`arctern.otel.probe`) that never observes
+/// a value, so an exporter never sees it.
+#[cfg(any(feature = "server", feature = "client"))]
+fn meter_records<M>(provider: &M, meter: &opentelemetry::metrics::Meter) -> bool
+where
+    M: opentelemetry::metrics::MeterProvider + ?Sized,
+{
+    if std::mem::size_of_val(provider) != 0 {
+        return true;
+    }
+    let witness = std::sync::Arc::new(());
+    let held = std::sync::Arc::clone(&witness);
+    let _probe = meter
+        .u64_observable_gauge("arctern.otel.probe")
+        .with_callback(move |_| {
+            let _ = &held;
+        })
+        .build();
+    std::sync::Arc::strong_count(&witness) > 1
+}
+
+/// What a tracer is, as learned from the spans it starts: OpenTelemetry's no-op tracer (the
+/// global one until an application installs an SDK) gives every span its parent's context
+/// and records nothing, where an SDK gives every span, sampled or not, an id of its own.
+/// Once known to be the no-op, arctern starts no more spans with it (their contexts would
+/// be their parents').
+#[cfg(any(feature = "server", feature = "client"))]
+#[derive(Default)]
+pub(crate) struct TracerKind(std::sync::atomic::AtomicU8);
+
+#[cfg(any(feature = "server", feature = "client"))]
+impl TracerKind {
+    const UNKNOWN: u8 = 0;
+    const NOOP: u8 = 1;
+    const REAL: u8 = 2;
+
+    /// Whether the tracer is known to be the no-op.
+    pub(crate) fn is_noop(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) == Self::NOOP
+    }
+
+    /// Learns from `span`, which the tracer started under `parent`.
+    pub(crate) fn learn(
+        &self,
+        parent: &opentelemetry::Context,
+        span: &opentelemetry::trace::SpanRef<'_>,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.0.load(Relaxed) != Self::UNKNOWN {
+            return;
+        }
+        let own_id = span.span_context().span_id() != parent.span().span_context().span_id();
+        if span.is_recording() || own_id {
+            self.0.store(Self::REAL, Relaxed);
+        } else if !parent.is_telemetry_suppressed() {
+            // (An SDK starts no span in a suppressed context: that says nothing.)
+            self.0.store(Self::NOOP, Relaxed);
+        }
+    }
 }
 
 /// arctern's instrumentation scope: its name and version.

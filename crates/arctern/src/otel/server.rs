@@ -19,8 +19,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{
-    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, attr, error_kind_name, is_caller_error, names,
-    seconds_since,
+    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, TracerKind, attr, error_kind_name,
+    is_caller_error, names, seconds_since,
 };
 use crate::Era;
 use crate::server::connection::{Reply, TransportKind};
@@ -70,6 +70,10 @@ impl Default for ServerTelemetry {
 /// The tracer and instruments of one server.
 pub(crate) struct Instruments {
     tracer: BoxedTracer,
+    /// Whether `tracer` is OpenTelemetry's no-op, as its spans have shown.
+    tracer_kind: TracerKind,
+    /// Whether the meter records (false for OpenTelemetry's no-op meter).
+    metering: bool,
     operation: Histogram<f64>,
     session: Histogram<f64>,
     /// Requests the server sends (the legacy shim's questions to a 2025-era client).
@@ -80,7 +84,7 @@ pub(crate) struct Instruments {
 }
 
 impl Instruments {
-    fn new(tracer: BoxedTracer, meter: &Meter) -> Self {
+    fn new(tracer: BoxedTracer, meter: &Meter, metering: bool) -> Self {
         let seconds = |name: &'static str, description: &'static str| {
             meter
                 .f64_histogram(name)
@@ -91,6 +95,8 @@ impl Instruments {
         };
         Instruments {
             tracer,
+            tracer_kind: TracerKind::default(),
+            metering,
             operation: seconds(
                 names::SERVER_OPERATION_DURATION,
                 "Duration of one MCP request, from receipt to the answer",
@@ -141,9 +147,9 @@ impl ServerTelemetry {
         P: TracerProvider<Tracer = T>,
         M: MeterProvider,
     {
-        let (tracer, meter) = super::scoped_instruments(tracer_provider, meter_provider);
+        let (tracer, meter, metering) = super::scoped_instruments(tracer_provider, meter_provider);
         let source = OnceLock::new();
-        let _ = source.set(Instruments::new(tracer, &meter));
+        let _ = source.set(Instruments::new(tracer, &meter, metering));
         ServerTelemetry {
             source: Arc::new(source),
             remote_parent: RemoteParent::default(),
@@ -167,8 +173,8 @@ impl ServerTelemetry {
 
     fn instruments(&self) -> &Instruments {
         self.source.get_or_init(|| {
-            let (tracer, meter) = super::global_instruments();
-            Instruments::new(tracer, &meter)
+            let (tracer, meter, metering) = super::global_instruments();
+            Instruments::new(tracer, &meter, metering)
         })
     }
 }
@@ -184,19 +190,44 @@ pub(crate) enum TargetKind {
 /// One request being observed: what the span and the metrics will say, gathered along the
 /// dispatch path, and the span once it has begun.
 #[derive(Default)]
-pub(crate) struct Observation(Option<Box<Observed>>);
+pub(crate) enum Observation {
+    /// Telemetry is off.
+    #[default]
+    Off,
+    /// Telemetry is on and nothing records (OpenTelemetry's no-op tracer and meter: no SDK
+    /// installed). All that is left is what the no-op span would do: carry the client's
+    /// trace context to the handler.
+    Quiet(Quiet),
+    /// Spans or metrics (or both) record.
+    Full(Box<Observed>),
+}
 
-struct Observed {
+pub(crate) struct Quiet {
+    /// The client's trace context, when it parents the handler's (boxed: rare, and the
+    /// observation travels in every request's future).
+    remote: Option<Box<Context>>,
+    remote_parent: RemoteParent,
+    link_rounds: bool,
+    /// Whether this is a later round of a multi round-trip flow.
+    later_round: bool,
+}
+
+pub(crate) struct Observed {
     telemetry: ServerTelemetry,
+    /// Whether to start a span (the tracer is not known to be the no-op).
+    spans: bool,
+    /// Whether to record metrics (the meter is not the no-op).
+    metering: bool,
     start: SystemTime,
     clock: Instant,
     ambient: Context,
-    method: String,
-    id: String,
+    // Shared, not copied, between the span's attributes and the metrics'.
+    method: Arc<str>,
+    id: RequestId,
     era: Era,
     transport: TransportKind,
-    target: Option<(TargetKind, String)>,
-    protocol_version: Option<String>,
+    target: Option<(TargetKind, Arc<str>)>,
+    protocol_version: Option<Arc<str>>,
     remote: Option<SpanContext>,
     remote_cx: Option<Context>,
     /// The span's context, once begun.
@@ -220,15 +251,28 @@ impl Observation {
         id: &RequestId,
     ) -> Self {
         let Some(telemetry) = telemetry else {
-            return Observation(None);
+            return Observation::Off;
         };
-        Observation(Some(Box::new(Observed {
+        let instruments = telemetry.instruments();
+        let spans = !instruments.tracer_kind.is_noop();
+        let metering = instruments.metering;
+        if !spans && !metering {
+            return Observation::Quiet(Quiet {
+                remote: None,
+                remote_parent: telemetry.remote_parent,
+                link_rounds: telemetry.link_rounds,
+                later_round: false,
+            });
+        }
+        Observation::Full(Box::new(Observed {
             telemetry: telemetry.clone(),
+            spans,
+            metering,
             start: SystemTime::now(),
             clock: Instant::now(),
             ambient: Context::current(),
-            method: method.to_owned(),
-            id: id_string(id),
+            method: Arc::from(method),
+            id: id.clone(),
             era,
             transport,
             target: None,
@@ -243,21 +287,29 @@ impl Observation {
             input_required: false,
             error: None,
             tool_error: false,
-        })))
+        }))
     }
 
     /// The tool, prompt or resource the request names.
     pub(crate) fn target(&mut self, kind: TargetKind, target: &str) {
-        if let Some(o) = &mut self.0 {
-            o.target = Some((kind, target.to_owned()));
+        if let Observation::Full(o) = self {
+            o.target = Some((kind, Arc::from(target)));
         }
     }
 
     /// The request's envelope: its protocol version and the client's trace context.
     pub(crate) fn envelope(&mut self, meta: &RequestMeta) {
-        if let Some(o) = &mut self.0 {
-            o.protocol_version.clone_from(&meta.protocol_version);
-            o.extract(&meta.extra);
+        match self {
+            Observation::Off => {}
+            Observation::Quiet(q) => {
+                if q.remote_parent == RemoteParent::Parent {
+                    q.remote = extract(&meta.extra).map(|(_, cx)| Box::new(cx));
+                }
+            }
+            Observation::Full(o) => {
+                o.protocol_version = meta.protocol_version.as_deref().map(Arc::from);
+                o.extract(&meta.extra);
+            }
         }
     }
 
@@ -269,38 +321,57 @@ impl Observation {
         flow_started: Option<SystemTime>,
         trace: Option<FlowTrace>,
     ) {
-        if let Some(o) = &mut self.0 {
-            o.round = Some(number);
-            o.flow_started = flow_started;
-            o.flow_trace = trace;
+        match self {
+            Observation::Off => {}
+            Observation::Quiet(q) => q.later_round = number > 0,
+            Observation::Full(o) => {
+                o.round = Some(number);
+                o.flow_started = flow_started;
+                o.flow_trace = trace;
+            }
         }
     }
 
     /// A request state the boundary refused.
     pub(crate) fn rejected(&mut self, reason: RejectReason) {
-        if let Some(o) = &mut self.0 {
+        if let Observation::Full(o) = self {
             o.rejection = Some(reason);
         }
     }
 
-    /// Begins the span (if not yet) and returns the context the handler runs in.
-    pub(crate) fn begin(&mut self) -> Context {
-        match &mut self.0 {
-            Some(o) => o.begin().clone(),
-            None => Context::current(),
+    /// Begins the span (if not yet) and returns the context the handler runs in, if it is
+    /// not the current one.
+    pub(crate) fn context(&mut self) -> Option<Context> {
+        match self {
+            Observation::Off => None,
+            Observation::Quiet(q) => q.remote.as_deref().cloned(),
+            Observation::Full(o) if o.spans => Some(o.begin().clone()),
+            Observation::Full(o) => o.remote_parent().cloned(),
         }
     }
 
     /// The trace context to seal for later rounds: this span's, on a first round (none when
     /// rounds are not linked or the span is not sampled into a valid context).
     pub(crate) fn first_round_trace(&mut self) -> Option<FlowTrace> {
-        let o = self.0.as_mut()?;
-        if !o.telemetry.link_rounds || o.round.is_some_and(|r| r > 0) {
-            return None;
-        }
-        let cx = o.begin();
-        let span = cx.span();
-        let sc = span.span_context();
+        let sc = match self {
+            Observation::Off => return None,
+            // What the no-op span would have: its parent's context.
+            Observation::Quiet(q) => {
+                if !q.link_rounds || q.later_round {
+                    return None;
+                }
+                match &q.remote {
+                    Some(remote) => remote.span().span_context().clone(),
+                    None => Context::map_current(|cx| cx.span().span_context().clone()),
+                }
+            }
+            Observation::Full(o) => {
+                if !o.telemetry.link_rounds || o.round.is_some_and(|r| r > 0) {
+                    return None;
+                }
+                o.begin().span().span_context().clone()
+            }
+        };
         sc.is_valid().then(|| FlowTrace {
             trace_id: sc.trace_id().to_bytes(),
             span_id: sc.span_id().to_bytes(),
@@ -310,7 +381,7 @@ impl Observation {
 
     /// The handler's answer: an `input_required` round, a tool error, or a complete result.
     pub(crate) fn answered(&mut self, input_required: bool, tool_error: bool) {
-        if let Some(o) = &mut self.0 {
+        if let Observation::Full(o) = self {
             o.input_required = input_required;
             o.tool_error = tool_error;
         }
@@ -318,14 +389,14 @@ impl Observation {
 
     /// The error the request ended with.
     pub(crate) fn failed(&mut self, error: &ErrorObject) {
-        if let Some(o) = &mut self.0 {
+        if let Observation::Full(o) = self {
             o.error = Some((error.code.0, error.message.to_string()));
         }
     }
 
     /// Ends the span and records the metrics.
     pub(crate) fn finish(self) {
-        if let Some(o) = self.0 {
+        if let Observation::Full(o) = self {
             o.finish();
         }
     }
@@ -333,7 +404,7 @@ impl Observation {
     /// Ends a request answered without reaching a handler: the error (if any) is read from
     /// the reply, the client's trace context from the raw params.
     pub(crate) fn finish_reply(mut self, reply: &Reply, raw: Option<&RawValue>) {
-        let Some(o) = &mut self.0 else {
+        let Observation::Full(o) = &mut self else {
             return;
         };
         if o.cx.is_none() && o.remote.is_none() && o.protocol_version.is_none() {
@@ -354,14 +425,19 @@ impl Observation {
     }
 }
 
+/// The client's trace context in `_meta`, if it carries a valid one.
+fn extract(meta: &Map<String, Value>) -> Option<(SpanContext, Context)> {
+    if !meta.contains_key("traceparent") {
+        return None;
+    }
+    let cx = global::get_text_map_propagator(|p| p.extract(&MetaExtractor(meta)));
+    let sc = cx.span().span_context().clone();
+    sc.is_valid().then_some((sc, cx))
+}
+
 impl Observed {
     fn extract(&mut self, meta: &Map<String, Value>) {
-        if !meta.contains_key("traceparent") {
-            return;
-        }
-        let cx = global::get_text_map_propagator(|p| p.extract(&MetaExtractor(meta)));
-        let sc = cx.span().span_context().clone();
-        if sc.is_valid() {
+        if let Some((sc, cx)) = extract(meta) {
             self.remote = Some(sc);
             self.remote_cx = Some(cx);
         }
@@ -380,7 +456,7 @@ impl Observed {
                 .meta
                 .get("io.modelcontextprotocol/protocolVersion")
                 .and_then(Value::as_str)
-                .map(str::to_owned);
+                .map(Arc::from);
             self.extract(&probe.meta);
         }
     }
@@ -388,15 +464,32 @@ impl Observed {
     fn name(&self) -> String {
         match &self.target {
             Some((TargetKind::Tool | TargetKind::Prompt, target)) => {
-                format!("{} {target}", self.method)
+                let mut name = String::with_capacity(self.method.len() + 1 + target.len());
+                name.push_str(&self.method);
+                name.push(' ');
+                name.push_str(target);
+                name
             }
-            _ => self.method.clone(),
+            _ => self.method.to_string(),
         }
     }
 
+    /// The client's trace context, when it parents the span.
+    fn remote_parent(&self) -> Option<&Context> {
+        match self.telemetry.remote_parent {
+            RemoteParent::Parent => self.remote_cx.as_ref(),
+            RemoteParent::LinkOnly => None,
+        }
+    }
+
+    /// The span's context (without spans, its parent's, as the no-op span's would be).
     fn begin(&mut self) -> &Context {
         if self.cx.is_none() {
-            let cx = self.make_span();
+            let cx = if self.spans {
+                self.make_span()
+            } else {
+                self.remote_parent().unwrap_or(&self.ambient).clone()
+            };
             self.cx = Some(cx);
         }
         self.cx.as_ref().expect("just begun")
@@ -440,7 +533,7 @@ impl Observed {
             }
         }
         let mut attributes = self.common_attributes();
-        attributes.push(KeyValue::new(attr::REQUEST_ID, self.id.clone()));
+        attributes.push(KeyValue::new(attr::REQUEST_ID, id_string(&self.id)));
         attributes.push(KeyValue::new(
             attr::ERA,
             match self.era {
@@ -449,7 +542,7 @@ impl Observed {
             },
         ));
         if let Some((TargetKind::Resource, uri)) = &self.target {
-            attributes.push(KeyValue::new(attr::RESOURCE_URI, uri.clone()));
+            attributes.push(KeyValue::new(attr::RESOURCE_URI, Arc::clone(uri)));
         }
         if self.transport == TransportKind::Http {
             attributes.push(KeyValue::new(attr::NETWORK_PROTOCOL, "http"));
@@ -465,25 +558,27 @@ impl Observed {
             .with_attributes(attributes)
             .with_links(links)
             .start_with_context(&instruments.tracer, &parent);
-        parent.with_span(span)
+        let cx = parent.with_span(span);
+        instruments.tracer_kind.learn(&parent, &cx.span());
+        cx
     }
 
     /// The attributes of both the span and the operation metric.
     fn common_attributes(&self) -> Vec<KeyValue> {
         let mut attributes = Vec::with_capacity(12);
-        attributes.push(KeyValue::new(attr::METHOD, self.method.clone()));
+        attributes.push(KeyValue::new(attr::METHOD, Arc::clone(&self.method)));
         match &self.target {
             Some((TargetKind::Tool, name)) => {
-                attributes.push(KeyValue::new(attr::TOOL, name.clone()));
+                attributes.push(KeyValue::new(attr::TOOL, Arc::clone(name)));
                 attributes.push(KeyValue::new(attr::OPERATION, "execute_tool"));
             }
             Some((TargetKind::Prompt, name)) => {
-                attributes.push(KeyValue::new(attr::PROMPT, name.clone()));
+                attributes.push(KeyValue::new(attr::PROMPT, Arc::clone(name)));
             }
             _ => {}
         }
         if let Some(version) = &self.protocol_version {
-            attributes.push(KeyValue::new(attr::PROTOCOL_VERSION, version.clone()));
+            attributes.push(KeyValue::new(attr::PROTOCOL_VERSION, Arc::clone(version)));
         }
         match self.transport {
             TransportKind::Http => attributes.push(KeyValue::new(attr::NETWORK_TRANSPORT, "tcp")),
@@ -496,9 +591,6 @@ impl Observed {
     }
 
     fn finish(mut self) {
-        let cx = self.begin().clone();
-        let instruments = self.telemetry.instruments();
-        let span = cx.span();
         let error_type: Option<Cow<'static, str>> = match &self.error {
             Some((code, _)) if !is_caller_error(*code) => Some(code.to_string().into()),
             Some(_) => None,
@@ -522,29 +614,43 @@ impl Observed {
                 },
             ));
         }
+        if self.spans {
+            let cx = self.begin().clone();
+            let span = cx.span();
+            // A span that does not record drops all of this: nothing to build for it.
+            if span.is_recording() {
+                if let Some(reason) = self.rejection {
+                    span.add_event(
+                        names::STATE_REJECTED,
+                        vec![
+                            KeyValue::new(attr::REASON, reason_group(reason)),
+                            KeyValue::new(
+                                "arctern.mcp.request_state.reject_reason",
+                                reason.as_str(),
+                            ),
+                        ],
+                    );
+                }
+                span.set_attributes(outcome.iter().cloned());
+                if error_type.is_some() {
+                    let message = match &self.error {
+                        Some((_, message)) => message.clone(),
+                        None => "The tool reported an error".to_owned(),
+                    };
+                    span.set_status(Status::error(message));
+                }
+            }
+            span.end();
+        }
+        if !self.metering {
+            return;
+        }
+        let instruments = self.telemetry.instruments();
         if let Some(reason) = self.rejection {
-            let group = reason_group(reason);
-            span.add_event(
-                names::STATE_REJECTED,
-                vec![
-                    KeyValue::new(attr::REASON, group),
-                    KeyValue::new("arctern.mcp.request_state.reject_reason", reason.as_str()),
-                ],
-            );
             instruments
                 .rejected
-                .add(1, &[KeyValue::new(attr::REASON, group)]);
+                .add(1, &[KeyValue::new(attr::REASON, reason_group(reason))]);
         }
-        span.set_attributes(outcome.iter().cloned());
-        if error_type.is_some() {
-            let message = match &self.error {
-                Some((_, message)) => message.clone(),
-                None => "The tool reported an error".to_owned(),
-            };
-            span.set_status(Status::error(message));
-        }
-        span.end();
-
         let mut attributes = self.common_attributes();
         attributes.extend(outcome);
         instruments
@@ -556,7 +662,7 @@ impl Observed {
             && round > 0
             && !self.input_required
         {
-            let mut attributes = vec![KeyValue::new(attr::METHOD, self.method.clone())];
+            let mut attributes = vec![KeyValue::new(attr::METHOD, Arc::clone(&self.method))];
             match self.target.take() {
                 Some((TargetKind::Tool, name)) => attributes.push(KeyValue::new(attr::TOOL, name)),
                 Some((TargetKind::Prompt, name)) => {
@@ -576,6 +682,36 @@ impl Observed {
                 .flow_rounds
                 .record(u64::from(round) + 1, &attributes);
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future that runs in a trace context, or as it is without one (where
+    /// [`opentelemetry::trace::FutureExt::with_context`] would attach the current context at
+    /// every poll for nothing).
+    pub(crate) struct InContext<F> {
+        #[pin]
+        inner: F,
+        cx: Option<Context>,
+    }
+}
+
+impl<F> InContext<F> {
+    pub(crate) fn new(inner: F, cx: Option<Context>) -> Self {
+        InContext { inner, cx }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for InContext<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        task: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let _attached = this.cx.as_ref().map(|cx| cx.clone().attach());
+        this.inner.poll(task)
     }
 }
 
@@ -652,10 +788,12 @@ impl fmt::Debug for SessionClock {
 
 impl Drop for SessionClock {
     fn drop(&mut self) {
-        self.telemetry
-            .instruments()
-            .session
-            .record(seconds_since(self.clock), &self.attributes);
+        let instruments = self.telemetry.instruments();
+        if instruments.metering {
+            instruments
+                .session
+                .record(seconds_since(self.clock), &self.attributes);
+        }
     }
 }
 
@@ -663,23 +801,33 @@ impl SessionClock {
     /// Observes a request the server sends to the session's client.
     pub(crate) fn outgoing(&self, method: &str, id: i64) -> Outgoing {
         let instruments = self.telemetry.instruments();
+        let spans = !instruments.tracer_kind.is_noop();
         let mut attributes = Vec::with_capacity(4);
         attributes.push(KeyValue::new(attr::METHOD, method.to_owned()));
         attributes.extend(self.attributes.iter().cloned());
-        let mut span_attributes = attributes.clone();
-        span_attributes.push(KeyValue::new(attr::REQUEST_ID, id.to_string()));
-        span_attributes.push(KeyValue::new(attr::ERA, "legacy"));
         // Under the call that asks (its SERVER span is current while the shim runs).
         let parent = Context::current();
-        let span = instruments
-            .tracer
-            .span_builder(method.to_owned())
-            .with_kind(SpanKind::Client)
-            .with_attributes(span_attributes)
-            .start_with_context(&instruments.tracer, &parent);
+        // With the no-op tracer, the request carries the asking call's context on.
+        let cx = if spans {
+            let mut span_attributes = attributes.clone();
+            span_attributes.push(KeyValue::new(attr::REQUEST_ID, id.to_string()));
+            span_attributes.push(KeyValue::new(attr::ERA, "legacy"));
+            let span = instruments
+                .tracer
+                .span_builder(method.to_owned())
+                .with_kind(SpanKind::Client)
+                .with_attributes(span_attributes)
+                .start_with_context(&instruments.tracer, &parent);
+            let cx = parent.with_span(span);
+            instruments.tracer_kind.learn(&parent, &cx.span());
+            cx
+        } else {
+            parent
+        };
         Outgoing(Some(Box::new(OutgoingObserved {
             telemetry: self.telemetry.clone(),
-            cx: parent.with_span(span),
+            spans,
+            cx,
             clock: Instant::now(),
             attributes,
         })))
@@ -695,6 +843,8 @@ pub(crate) struct Outgoing(Option<Box<OutgoingObserved>>);
 
 struct OutgoingObserved {
     telemetry: ServerTelemetry,
+    /// Whether `cx` holds a span of ours (else it is the asking call's context).
+    spans: bool,
     cx: Context,
     clock: Instant,
     attributes: Vec<KeyValue>,
@@ -755,19 +905,28 @@ impl OutgoingObserved {
     /// `error`: the JSON-RPC code (if any), `error.type` and the message.
     fn end(mut self, error: Option<(Option<String>, String, String)>) {
         let span = self.cx.span();
+        let recording = self.spans && span.is_recording();
         if let Some((code, error_type, message)) = error {
             if let Some(code) = code {
                 self.attributes.push(KeyValue::new(attr::STATUS_CODE, code));
             }
             self.attributes
                 .push(KeyValue::new(attr::ERROR_TYPE, error_type));
-            span.set_status(Status::error(message));
+            if recording {
+                span.set_status(Status::error(message));
+            }
         }
-        span.set_attributes(self.attributes.iter().cloned());
-        span.end();
-        self.telemetry
-            .instruments()
-            .outgoing
-            .record(seconds_since(self.clock), &self.attributes);
+        if recording {
+            span.set_attributes(self.attributes.iter().cloned());
+        }
+        if self.spans {
+            span.end();
+        }
+        let instruments = self.telemetry.instruments();
+        if instruments.metering {
+            instruments
+                .outgoing
+                .record(seconds_since(self.clock), &self.attributes);
+        }
     }
 }

@@ -15,12 +15,13 @@ pub(crate) use crate::otel::{Observation, TargetKind};
 #[cfg(feature = "otel")]
 impl Observation {
     /// Runs `fut` inside the request's span (begun now if not yet), so that spans the
-    /// handler makes nest under it.
+    /// handler makes nest under it; as it is when there is no span and no client's trace
+    /// context to run it in.
     pub(crate) fn instrument<F: std::future::Future>(
         &mut self,
         fut: F,
-    ) -> impl std::future::Future<Output = F::Output> {
-        opentelemetry::trace::FutureExt::with_context(fut, self.begin())
+    ) -> crate::otel::InContext<F> {
+        crate::otel::InContext::new(fut, self.context())
     }
 }
 

@@ -21,8 +21,9 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default [`HttpConfig::body_read_timeout`]: 30 seconds.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The default [`HttpConfig::max_connections`]: 10 000.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// The default [`HttpConfig::max_connections`]: 50 000, so that tens of thousands of idle
+/// `subscriptions/listen` streams fit beside ordinary clients.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 50_000;
 
 /// The default [`HttpConfig::max_in_flight`]: 4096 requests.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 4096;
@@ -259,7 +260,9 @@ impl HttpConfig {
 
     /// The most connections [`HttpServer`](super::HttpServer) serves at once (at least 1);
     /// at the limit it stops accepting until one closes, and further clients wait in the
-    /// listen backlog. Keep it below the process's file-descriptor limit. Default 10 000.
+    /// listen backlog. Keep it below the process's file-descriptor limit (past that limit,
+    /// accepting fails and the server pauses briefly before it tries again). Default 50 000:
+    /// each idle `subscriptions/listen` stream holds a connection.
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections.max(1);
         self
