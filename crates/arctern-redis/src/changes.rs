@@ -6,12 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use arctern::server::{Change, ChangeBus, ChangeReceiver, LocalChangeBus};
-use futures::StreamExt as _;
-use rand::Rng as _;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::pubsub::{Subscription, instance_name};
 use crate::{Error, RedisConfig, bounded, connect};
 
 /// The default pub/sub channel.
@@ -19,8 +18,6 @@ pub const DEFAULT_CHANNEL: &str = "arctern:changes";
 
 /// How many changes may wait for the publisher before new ones are dropped (and logged).
 const PUBLISH_QUEUE: usize = 1024;
-/// The longest pause between attempts to subscribe again.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// A [`ChangeBus`] on Redis pub/sub: a change announced on any instance reaches the
 /// `subscriptions/listen` streams and legacy sessions of every instance subscribed to the
@@ -135,14 +132,15 @@ impl RedisChangeBus {
         let client = config.client()?;
         let publisher = connect(&config).await?;
         let channel: Arc<str> = config.channel.as_str().into();
-        let first = subscribe(&client, &channel, config.timeout).await?;
-        let mut id = [0u8; 8];
-        rand::rng().fill_bytes(&mut id);
-        let origin: Arc<str> = id
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-            .into();
+        let subscription = Subscription {
+            client,
+            channels: vec![config.channel.clone()],
+            timeout: config.timeout,
+            owner: "redis change bus",
+            while_lost: "changes from other instances are missed",
+        };
+        let first = subscription.subscribe().await?;
+        let origin: Arc<str> = instance_name().into();
         let local = LocalChangeBus::default();
         let counters = Arc::new(Counters::default());
         let stop = CancellationToken::new();
@@ -156,12 +154,10 @@ impl RedisChangeBus {
             counters.clone(),
             stop.clone(),
         ));
-        tokio::spawn(subscribe_loop(
-            client,
+        tokio::spawn(receive_loop(
+            subscription,
             first,
-            channel.clone(),
             origin.clone(),
-            config.timeout,
             local.clone(),
             counters.clone(),
             stop.clone(),
@@ -208,19 +204,6 @@ impl ChangeBus for RedisChangeBus {
     }
 }
 
-async fn subscribe(
-    client: &redis::Client,
-    channel: &str,
-    timeout: Duration,
-) -> Result<redis::aio::PubSub, Error> {
-    bounded(timeout, async {
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(channel).await?;
-        Ok(pubsub)
-    })
-    .await
-}
-
 async fn publish_loop(
     mut connection: redis::aio::ConnectionManager,
     mut queue: mpsc::Receiver<Change>,
@@ -262,67 +245,35 @@ async fn publish_loop(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn subscribe_loop(
-    client: redis::Client,
+/// Hands the changes of other instances to this one's receivers; when the subscription
+/// comes back after an outage, tells them every list changed (changes may have been missed).
+async fn receive_loop(
+    subscription: Subscription,
     first: redis::aio::PubSub,
-    channel: Arc<str>,
     origin: Arc<str>,
-    timeout: Duration,
     local: LocalChangeBus,
     counters: Arc<Counters>,
     stop: CancellationToken,
 ) {
-    let mut pubsub = Some(first);
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        if let Some(current) = pubsub.take() {
-            let mut messages = current.into_on_message();
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    message = messages.next() => match message {
-                        Some(message) => {
-                            if let Some(change) = decode(&origin, message.get_payload_bytes()) {
-                                counters.received.fetch_add(1, Ordering::Relaxed);
-                                local.publish(change);
-                            }
-                        }
-                        None => break,
-                    },
-                }
-            }
-            tracing::warn!(
-                "redis change bus: the subscription was lost; changes from other instances are missed until it is back"
-            );
+    let on_message = |message: &redis::Msg| {
+        if let Some(change) = decode(&origin, message.get_payload_bytes()) {
+            counters.received.fetch_add(1, Ordering::Relaxed);
+            local.publish(change);
         }
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(backoff) => {}
+    };
+    let on_back = || {
+        counters.resubscribed.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("redis change bus: subscribed again; announcing every list as changed");
+        // Changes may have been missed: tell every stream and session to refetch.
+        for change in [
+            Change::ToolsListChanged,
+            Change::PromptsListChanged,
+            Change::ResourcesListChanged,
+        ] {
+            local.publish(change);
         }
-        match subscribe(&client, &channel, timeout).await {
-            Ok(again) => {
-                counters.resubscribed.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(
-                    "redis change bus: subscribed again; announcing every list as changed"
-                );
-                // Changes may have been missed: tell every stream and session to refetch.
-                for change in [
-                    Change::ToolsListChanged,
-                    Change::PromptsListChanged,
-                    Change::ResourcesListChanged,
-                ] {
-                    local.publish(change);
-                }
-                pubsub = Some(again);
-                backoff = Duration::from_millis(100);
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "redis change bus: subscribing again failed");
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
-    }
+    };
+    subscription.run(first, stop, on_message, on_back).await;
 }
 
 #[cfg(test)]

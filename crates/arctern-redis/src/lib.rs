@@ -41,6 +41,7 @@
 
 mod changes;
 mod one_time;
+mod pubsub;
 mod tasks;
 
 use std::time::Duration;

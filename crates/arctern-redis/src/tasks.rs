@@ -7,11 +7,10 @@ use std::time::Duration;
 use arctern::server::tasks::{
     TaskInbox, TaskRecord, TaskSignal, TaskStore, TaskStoreError, TaskStoreFuture,
 };
-use futures::StreamExt as _;
-use rand::Rng as _;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::pubsub::{Subscription, instance_name};
 use crate::{Error, RedisConfig, bounded, connect};
 
 /// The most tasks a [`RedisTaskStore`] holds unless told otherwise (over the whole fleet).
@@ -19,9 +18,6 @@ pub const DEFAULT_REDIS_TASK_CAPACITY: usize = 100_000;
 
 /// How long a task without a time to live is kept unless told otherwise: one hour.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(3600);
-
-/// The longest pause between attempts to subscribe again.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Stores a new task unless the fleet holds `capacity` live ones: `1` stored, `0` full.
 /// The index (a sorted set of ids by expiry) forgets expired tasks first.
@@ -152,25 +148,23 @@ impl RedisTaskStore {
     pub async fn connect(config: RedisConfig) -> Result<Self, Error> {
         let client = config.client()?;
         let connection = connect(&config).await?;
-        let mut name = [0u8; 8];
-        rand::rng().fill_bytes(&mut name);
-        let instance: Arc<str> = name
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-            .into();
+        let instance: Arc<str> = instance_name().into();
         let signal_prefix = format!("{}:task:", config.channel);
         let status_channel = format!("{}:tasks", config.channel);
-        let channels = vec![format!("{signal_prefix}{instance}"), status_channel.clone()];
-        let first = subscribe(&client, &channels, config.timeout).await?;
+        let subscription = Subscription {
+            client,
+            channels: vec![format!("{signal_prefix}{instance}"), status_channel.clone()],
+            timeout: config.timeout,
+            owner: "redis task store",
+            while_lost: "updates and cancellations sent from other instances fail",
+        };
+        let first = subscription.subscribe().await?;
         let inboxes = Arc::new(Mutex::new(Vec::new()));
         let stop = CancellationToken::new();
         tokio::spawn(listen_loop(
-            client,
+            subscription,
             first,
-            channels,
             instance.clone(),
-            config.timeout,
             inboxes.clone(),
             stop.clone(),
         ));
@@ -323,19 +317,6 @@ impl TaskStore for RedisTaskStore {
     }
 }
 
-async fn subscribe(
-    client: &redis::Client,
-    channels: &[String],
-    timeout: Duration,
-) -> Result<redis::aio::PubSub, Error> {
-    bounded(timeout, async {
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(channels).await?;
-        Ok(pubsub)
-    })
-    .await
-}
-
 fn inboxes_now(inboxes: &Mutex<Vec<TaskInbox>>) -> Vec<TaskInbox> {
     inboxes.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
@@ -378,55 +359,27 @@ fn dispatch(
     }
 }
 
+/// Hands the signals for this instance's tasks, and the changes other instances make to
+/// any task, to the servers attached to this store.
 async fn listen_loop(
-    client: redis::Client,
+    subscription: Subscription,
     first: redis::aio::PubSub,
-    channels: Vec<String>,
     instance: Arc<str>,
-    timeout: Duration,
     inboxes: Arc<Mutex<Vec<TaskInbox>>>,
     stop: CancellationToken,
 ) {
-    let mut pubsub = Some(first);
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        if let Some(current) = pubsub.take() {
-            let mut messages = current.into_on_message();
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    message = messages.next() => match message {
-                        Some(message) => dispatch(
-                            &instance,
-                            &channels[1],
-                            &inboxes,
-                            message.get_channel_name(),
-                            message.get_payload_bytes(),
-                        ),
-                        None => break,
-                    },
-                }
-            }
-            tracing::warn!(
-                "redis task store: the subscription was lost; updates and cancellations sent from other instances fail until it is back"
-            );
-        }
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(backoff) => {}
-        }
-        match subscribe(&client, &channels, timeout).await {
-            Ok(again) => {
-                tracing::info!("redis task store: subscribed again");
-                pubsub = Some(again);
-                backoff = Duration::from_millis(100);
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "redis task store: subscribing again failed");
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
-    }
+    let status_channel = subscription.channels[1].clone();
+    let on_message = |message: &redis::Msg| {
+        dispatch(
+            &instance,
+            &status_channel,
+            &inboxes,
+            message.get_channel_name(),
+            message.get_payload_bytes(),
+        )
+    };
+    let on_back = || tracing::info!("redis task store: subscribed again");
+    subscription.run(first, stop, on_message, on_back).await;
 }
 
 #[cfg(test)]

@@ -48,6 +48,31 @@ pub(super) struct Req<'a, P> {
     pub(super) renew: bool,
 }
 
+/// A result whose `_meta` may carry the server's identity.
+pub(super) trait ServerMeta {
+    /// The result's `_meta`.
+    fn meta(&self) -> Option<&Meta>;
+}
+
+macro_rules! server_meta {
+    ($($t:ty),* $(,)?) => {$(
+        impl ServerMeta for $t {
+            fn meta(&self) -> Option<&Meta> {
+                self.meta.as_ref()
+            }
+        }
+    )*};
+}
+
+server_meta!(
+    arctern_types::tools::CallToolResult,
+    arctern_types::prompts::GetPromptResult,
+    arctern_types::tools::ListToolsResult,
+    arctern_types::prompts::ListPromptsResult,
+    arctern_types::resources::ListResourcesResult,
+    arctern_types::resources::ListResourceTemplatesResult,
+);
+
 impl Client {
     // ---------------------------------------------------------------- requests
 
@@ -478,6 +503,12 @@ fn is_request_scoped(method: &str) -> bool {
 
 /// Whether `error` says the server no longer knows the legacy session (HTTP 404).
 fn session_gone(error: &Error) -> bool {
+    http_status(error) == Some(404)
+}
+
+/// The status of the HTTP answer `error` came from, when it was an error status that
+/// carried no JSON-RPC message.
+pub(super) fn http_status(error: &Error) -> Option<u16> {
     #[cfg(feature = "http")]
     {
         let mut source = std::error::Error::source(error);
@@ -485,11 +516,11 @@ fn session_gone(error: &Error) -> bool {
             if let Some(status) =
                 s.downcast_ref::<crate::transport::http::client::HttpStatusError>()
             {
-                return status.status == http::StatusCode::NOT_FOUND;
+                return Some(status.status.as_u16());
             }
             source = s.source();
         }
     }
     let _ = error;
-    false
+    None
 }

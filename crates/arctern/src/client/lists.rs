@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use arctern_types::base::Cacheable;
 use arctern_types::methods;
 use arctern_types::prompts::{ListPromptsResult, Prompt};
 use arctern_types::resources::{
@@ -11,8 +12,10 @@ use arctern_types::resources::{
 };
 use arctern_types::tools::{ListToolsResult, Tool};
 use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
 
 use super::Client;
+use super::exchange::ServerMeta;
 use super::headers::{self, HeaderPlan};
 use super::wire;
 use crate::{Error, ErrorKind, Result};
@@ -62,19 +65,7 @@ impl Client {
         self.paginate(
             |cursor| async move { self.tools_page_sized(cursor.as_deref(), fresh).await },
             |p: &ListToolsResult| (p.next_cursor.clone(), p.tools.len()),
-            |page: ListToolsResult| {
-                for tool in page.tools {
-                    match self.index_tool(&tool) {
-                        Ok(plan) => {
-                            index.plans.insert(tool.name.clone(), plan);
-                            tools.push(tool);
-                        }
-                        Err(why) => {
-                            index.rejected.insert(tool.name.clone(), why);
-                        }
-                    }
-                }
-            },
+            |page: ListToolsResult| self.index_tools(page.tools, &mut index, &mut tools),
         )
         .await?;
         index.complete = true;
@@ -100,17 +91,7 @@ impl Client {
         let mut page = self.tools_page(cursor, false).await?;
         let mut kept = Vec::with_capacity(page.tools.len());
         let mut shared = ToolIndex::default();
-        for tool in page.tools {
-            match self.index_tool(&tool) {
-                Ok(plan) => {
-                    shared.plans.insert(tool.name.clone(), plan);
-                    kept.push(tool);
-                }
-                Err(why) => {
-                    shared.rejected.insert(tool.name.clone(), why);
-                }
-            }
-        }
+        self.index_tools(std::mem::take(&mut page.tools), &mut shared, &mut kept);
         page.tools = kept;
         let mut index = self.inner.tools.write().unwrap_or_else(|e| e.into_inner());
         index.plans.extend(shared.plans);
@@ -132,16 +113,41 @@ impl Client {
         cursor: Option<&str>,
         fresh: bool,
     ) -> Result<(ListToolsResult, usize)> {
-        let params = wire::CursorParams { cursor };
-        let key = cursor.unwrap_or("");
         if fresh && let Some(cache) = &self.inner.cache {
-            cache.invalidate(methods::TOOLS_LIST, key);
+            cache.invalidate(methods::TOOLS_LIST, cursor.unwrap_or(""));
         }
-        let (page, size): (ListToolsResult, _) = self
-            .cacheable_sized(methods::TOOLS_LIST, key, &params)
+        self.list_page(methods::TOOLS_LIST, cursor).await
+    }
+
+    /// One page of the list `method` (from the cache when it is on), with the size of its
+    /// JSON; notes the server's identity.
+    async fn list_page<T: DeserializeOwned + Cacheable + ServerMeta>(
+        &self,
+        method: &'static str,
+        cursor: Option<&str>,
+    ) -> Result<(T, usize)> {
+        let key = cursor.unwrap_or("");
+        let (page, size): (T, _) = self
+            .cacheable_sized(method, key, &wire::CursorParams { cursor })
             .await?;
-        self.note_server_info(page.meta.as_ref());
+        self.note_server_info(page.meta());
         Ok((page, size))
+    }
+
+    /// Keeps the tools of a listed page whose `x-mcp-header` annotations are valid (in
+    /// `kept`), and records each tool's plan or why it was rejected in `index`.
+    fn index_tools(&self, tools: Vec<Tool>, index: &mut ToolIndex, kept: &mut Vec<Tool>) {
+        for tool in tools {
+            match self.index_tool(&tool) {
+                Ok(plan) => {
+                    index.plans.insert(tool.name.clone(), plan);
+                    kept.push(tool);
+                }
+                Err(why) => {
+                    index.rejected.insert(tool.name.clone(), why);
+                }
+            }
+        }
     }
 
     /// Validates a listed tool's `x-mcp-header` annotations (HTTP only).
@@ -271,16 +277,8 @@ impl Client {
         let mut all = Vec::new();
         self.paginate(
             |cursor| async move {
-                let cursor = cursor.as_deref();
-                let (page, size): (ListPromptsResult, _) = self
-                    .cacheable_sized(
-                        methods::PROMPTS_LIST,
-                        cursor.unwrap_or(""),
-                        &wire::CursorParams { cursor },
-                    )
-                    .await?;
-                self.note_server_info(page.meta.as_ref());
-                Ok((page, size))
+                self.list_page(methods::PROMPTS_LIST, cursor.as_deref())
+                    .await
             },
             |p: &ListPromptsResult| (p.next_cursor.clone(), p.prompts.len()),
             |page| all.extend(page.prompts),
@@ -291,15 +289,7 @@ impl Client {
 
     /// One page of prompts.
     pub async fn list_prompts_page(&self, cursor: Option<&str>) -> Result<ListPromptsResult> {
-        let page: ListPromptsResult = self
-            .cacheable(
-                methods::PROMPTS_LIST,
-                cursor.unwrap_or(""),
-                &wire::CursorParams { cursor },
-            )
-            .await?;
-        self.note_server_info(page.meta.as_ref());
-        Ok(page)
+        Ok(self.list_page(methods::PROMPTS_LIST, cursor).await?.0)
     }
 
     /// Every resource, following cursors.
@@ -307,16 +297,8 @@ impl Client {
         let mut all = Vec::new();
         self.paginate(
             |cursor| async move {
-                let cursor = cursor.as_deref();
-                let (page, size): (ListResourcesResult, _) = self
-                    .cacheable_sized(
-                        methods::RESOURCES_LIST,
-                        cursor.unwrap_or(""),
-                        &wire::CursorParams { cursor },
-                    )
-                    .await?;
-                self.note_server_info(page.meta.as_ref());
-                Ok((page, size))
+                self.list_page(methods::RESOURCES_LIST, cursor.as_deref())
+                    .await
             },
             |p: &ListResourcesResult| (p.next_cursor.clone(), p.resources.len()),
             |page| all.extend(page.resources),
@@ -327,15 +309,7 @@ impl Client {
 
     /// One page of resources.
     pub async fn list_resources_page(&self, cursor: Option<&str>) -> Result<ListResourcesResult> {
-        let page: ListResourcesResult = self
-            .cacheable(
-                methods::RESOURCES_LIST,
-                cursor.unwrap_or(""),
-                &wire::CursorParams { cursor },
-            )
-            .await?;
-        self.note_server_info(page.meta.as_ref());
-        Ok(page)
+        Ok(self.list_page(methods::RESOURCES_LIST, cursor).await?.0)
     }
 
     /// Every resource template, following cursors.
@@ -343,16 +317,8 @@ impl Client {
         let mut all = Vec::new();
         self.paginate(
             |cursor| async move {
-                let cursor = cursor.as_deref();
-                let (page, size): (ListResourceTemplatesResult, _) = self
-                    .cacheable_sized(
-                        methods::RESOURCES_TEMPLATES_LIST,
-                        cursor.unwrap_or(""),
-                        &wire::CursorParams { cursor },
-                    )
-                    .await?;
-                self.note_server_info(page.meta.as_ref());
-                Ok((page, size))
+                self.list_page(methods::RESOURCES_TEMPLATES_LIST, cursor.as_deref())
+                    .await
             },
             |p: &ListResourceTemplatesResult| (p.next_cursor.clone(), p.resource_templates.len()),
             |page| all.extend(page.resource_templates),
@@ -366,14 +332,9 @@ impl Client {
         &self,
         cursor: Option<&str>,
     ) -> Result<ListResourceTemplatesResult> {
-        let page: ListResourceTemplatesResult = self
-            .cacheable(
-                methods::RESOURCES_TEMPLATES_LIST,
-                cursor.unwrap_or(""),
-                &wire::CursorParams { cursor },
-            )
-            .await?;
-        self.note_server_info(page.meta.as_ref());
-        Ok(page)
+        Ok(self
+            .list_page(methods::RESOURCES_TEMPLATES_LIST, cursor)
+            .await?
+            .0)
     }
 }

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::Client;
 use super::error::{InputRequiredError, InputRequiredReason};
-use super::exchange::Req;
+use super::exchange::{Req, ServerMeta};
 use super::handler::InputOrigin;
 use super::notify::{LogFn, Observer, ProgressFn};
 use super::wire::{self, Kind, Retry};
@@ -274,16 +274,37 @@ impl Target<'_> {
         }
     }
 
-    pub(crate) fn origin(&self) -> InputOrigin {
-        InputOrigin::new(self.method(), self.name())
+    /// The tool call whose arguments `Mcp-Param-*` headers mirror.
+    pub(crate) fn tool_call(&self) -> Option<(&str, Option<&JsonObject>)> {
+        match *self {
+            Target::Tool { name, arguments } => Some((name, arguments)),
+            _ => None,
+        }
     }
 
-    pub(crate) fn what(&self) -> &'static str {
-        match self {
-            Target::Tool { .. } => "tools/call",
-            Target::Prompt { .. } => "prompts/get",
-            Target::Resource { .. } => "resources/read",
+    /// The params of one round.
+    fn params<'a>(&'a self, retry: Retry<'a>) -> wire::RoundParams<'a> {
+        match *self {
+            Target::Tool { name, arguments } => wire::RoundParams::Tool(wire::CallToolParams {
+                name,
+                arguments,
+                retry,
+            }),
+            Target::Prompt { name, arguments } => {
+                wire::RoundParams::Prompt(wire::GetPromptParams {
+                    name,
+                    arguments,
+                    retry,
+                })
+            }
+            Target::Resource { uri } => {
+                wire::RoundParams::Resource(wire::ReadResourceParams { uri, retry })
+            }
         }
+    }
+
+    pub(crate) fn origin(&self) -> InputOrigin {
+        InputOrigin::new(self.method(), self.name())
     }
 }
 
@@ -299,7 +320,7 @@ pub(crate) fn read_round<T: serde::de::DeserializeOwned>(
     target: &Target<'_>,
 ) -> Result<Round<T>> {
     let outcome = match wire::result_kind(&raw)? {
-        Kind::Complete => Outcome::Complete(wire::decode(&raw, target.what())?),
+        Kind::Complete => Outcome::Complete(wire::decode(&raw, target.method())?),
         Kind::InputRequired => {
             let irr: InputRequiredResult = wire::decode(&raw, "input_required")?;
             if !irr.is_well_formed() {
@@ -317,7 +338,7 @@ pub(crate) fn read_round<T: serde::de::DeserializeOwned>(
         Kind::Task => {
             return Err(Error::new(
                 ErrorKind::Codec,
-                format!("the server answered {} with a task", target.what()),
+                format!("the server answered {} with a task", target.method()),
             ));
         }
         Kind::Unknown(t) => {
@@ -402,8 +423,11 @@ impl Client {
         options: CallOptions,
     ) -> Result<CallToolResult> {
         let arguments = tool_arguments(name, arguments)?;
-        self.call_tool_object(name, arguments.as_ref(), options)
-            .await
+        let target = Target::Tool {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        self.drive_noted(target, options).await
     }
 
     /// Calls a tool and decodes its structured output (`structuredContent`) into `T`: the
@@ -441,18 +465,6 @@ impl Client {
             .map_err(|e| Error::structured(e, format!("tool {name:?}")))
     }
 
-    async fn call_tool_object(
-        &self,
-        name: &str,
-        arguments: Option<&JsonObject>,
-        options: CallOptions,
-    ) -> Result<CallToolResult> {
-        let target = Target::Tool { name, arguments };
-        let (result, _) = self.drive::<CallToolResult>(target, options).await?;
-        self.note_server_info(result.meta.as_ref());
-        Ok(result)
-    }
-
     /// Sends one round of a tool call: the complete result, or the server's
     /// `input_required` answer. Pass [`Continuation::new`] for a first attempt; for a retry,
     /// the answers and the state of the previous round. `arguments` as for
@@ -468,10 +480,7 @@ impl Client {
             name,
             arguments: arguments.as_ref(),
         };
-        let round = self
-            .round_resumed::<CallToolResult>(&target, &continuation)
-            .await?;
-        Ok(round.outcome)
+        self.round_resumed(&target, &continuation).await
     }
 
     /// Gets a prompt, answering every round of input the server asks for. `arguments` is
@@ -494,19 +503,11 @@ impl Client {
         options: CallOptions,
     ) -> Result<GetPromptResult> {
         let arguments = prompt_arguments(name, arguments)?;
-        self.get_prompt_map(name, arguments.as_ref(), options).await
-    }
-
-    async fn get_prompt_map(
-        &self,
-        name: &str,
-        arguments: Option<&BTreeMap<String, String>>,
-        options: CallOptions,
-    ) -> Result<GetPromptResult> {
-        let target = Target::Prompt { name, arguments };
-        let (result, _) = self.drive::<GetPromptResult>(target, options).await?;
-        self.note_server_info(result.meta.as_ref());
-        Ok(result)
+        let target = Target::Prompt {
+            name,
+            arguments: arguments.as_ref(),
+        };
+        self.drive_noted(target, options).await
     }
 
     /// Sends one round of `prompts/get`; see [`call_tool_once`](Self::call_tool_once).
@@ -521,10 +522,7 @@ impl Client {
             name,
             arguments: arguments.as_ref(),
         };
-        let round = self
-            .round_resumed::<GetPromptResult>(&target, &continuation)
-            .await?;
-        Ok(round.outcome)
+        self.round_resumed(&target, &continuation).await
     }
 
     /// Reads a resource, answering every round of input the server asks for.
@@ -568,10 +566,7 @@ impl Client {
         continuation: Continuation,
     ) -> Result<Outcome<ReadResourceResult>> {
         let target = Target::Resource { uri };
-        let round = self
-            .round_resumed::<ReadResourceResult>(&target, &continuation)
-            .await?;
-        Ok(round.outcome)
+        self.round_resumed(&target, &continuation).await
     }
 
     /// Answers the input requests of an `input_required` result with this client's
@@ -663,13 +658,13 @@ impl Client {
         }
     }
 
-    /// Sends one round of a manual flow: under the trace context the continuation
-    /// carries, when no span is current.
+    /// Sends one round of a manual flow (under the trace context the continuation
+    /// carries, when no span is current): its outcome.
     async fn round_resumed<T: DeserializeOwned>(
         &self,
         target: &Target<'_>,
         continuation: &Continuation,
-    ) -> Result<Round<T>> {
+    ) -> Result<Outcome<T>> {
         let options = CallOptions::new();
         let round = self.round::<T>(target, continuation.retry(), &options, None);
         #[cfg(feature = "otel")]
@@ -678,7 +673,7 @@ impl Client {
             let (parent, _) = crate::otel::resumed_parent(Some(&fields));
             opentelemetry::trace::FutureExt::with_context(round, parent)
         };
-        round.await
+        Ok(round.await?.outcome)
     }
 
     /// Sends one round (`number`: its place in the automatic loop).
@@ -690,58 +685,18 @@ impl Client {
         number: Option<u32>,
     ) -> Result<Round<T>> {
         let observer = Observer::merged(&options.observer, &self.inner.observer);
-        let raw = match *target {
-            Target::Tool { name, arguments } => {
-                let params = wire::CallToolParams {
-                    name,
-                    arguments,
-                    retry,
-                };
-                self.exchange(Req {
-                    method: methods::TOOLS_CALL,
-                    params: &params,
-                    name: Some(name),
-                    tool: Some((name, arguments)),
-                    observer: &observer,
-                    timeout: options.timeout,
-                    round: number,
-                    renew: true,
-                })
-                .await?
-            }
-            Target::Prompt { name, arguments } => {
-                let params = wire::GetPromptParams {
-                    name,
-                    arguments,
-                    retry,
-                };
-                self.exchange(Req {
-                    method: methods::PROMPTS_GET,
-                    params: &params,
-                    name: Some(name),
-                    tool: None,
-                    observer: &observer,
-                    timeout: options.timeout,
-                    round: number,
-                    renew: true,
-                })
-                .await?
-            }
-            Target::Resource { uri } => {
-                let params = wire::ReadResourceParams { uri, retry };
-                self.exchange(Req {
-                    method: methods::RESOURCES_READ,
-                    params: &params,
-                    name: Some(uri),
-                    tool: None,
-                    observer: &observer,
-                    timeout: options.timeout,
-                    round: number,
-                    renew: true,
-                })
-                .await?
-            }
-        };
+        let raw = self
+            .exchange(Req {
+                method: target.method(),
+                params: &target.params(retry),
+                name: Some(target.name()),
+                tool: target.tool_call(),
+                observer: &observer,
+                timeout: options.timeout,
+                round: number,
+                renew: true,
+            })
+            .await?;
         read_round(raw, target)
     }
 
@@ -774,6 +729,18 @@ impl Client {
         }
         #[cfg(not(feature = "otel"))]
         self.drive_rounds(target, options, &mut sent).await
+    }
+
+    /// The automatic loop of `tools/call` or `prompts/get`: the complete result, with the
+    /// server's identity noted from its `_meta`.
+    async fn drive_noted<T: DeserializeOwned + ServerMeta>(
+        &self,
+        target: Target<'_>,
+        options: CallOptions,
+    ) -> Result<T> {
+        let (result, _) = self.drive::<T>(target, options).await?;
+        self.note_server_info(result.meta());
+        Ok(result)
     }
 
     async fn drive_rounds<T: DeserializeOwned>(

@@ -164,20 +164,7 @@ pub(crate) fn classify_probe_failure(error: &Error) -> ProbeFailure {
 
 /// Whether `error` came from an HTTP 4xx answer that carried no JSON-RPC message.
 fn http_client_error(error: &Error) -> bool {
-    #[cfg(feature = "http")]
-    {
-        let mut source = std::error::Error::source(error);
-        while let Some(s) = source {
-            if let Some(status) =
-                s.downcast_ref::<crate::transport::http::client::HttpStatusError>()
-            {
-                return status.status.is_client_error();
-            }
-            source = s.source();
-        }
-    }
-    let _ = error;
-    false
+    super::exchange::http_status(error).is_some_and(|status| (400..500).contains(&status))
 }
 
 impl Client {

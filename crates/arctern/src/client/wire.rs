@@ -195,6 +195,16 @@ pub(crate) struct ReadResourceParams<'a> {
     pub(crate) retry: Retry<'a>,
 }
 
+/// The params of one round of `tools/call`, `prompts/get` or `resources/read`: serialized
+/// as the variant's own.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum RoundParams<'a> {
+    Tool(CallToolParams<'a>),
+    Prompt(GetPromptParams<'a>),
+    Resource(ReadResourceParams<'a>),
+}
+
 /// `completion/complete` params.
 #[derive(Serialize)]
 pub(crate) struct CompleteParams<'a> {

@@ -49,14 +49,20 @@ pub trait WireResult: Serialize + Send + 'static {
     }
 }
 
+/// [`WireParams`] for params with a `meta` field: `name` is the field `Mcp-Name` mirrors,
+/// `tool_call` the arguments field of a `tools/call` (with its `name`), `mrtr: ()` marks the
+/// params of a method with request state.
 macro_rules! wire_params {
-    ($($t:ty $(, name: $name:ident)? $(, mrtr: $mrtr:tt)?);* $(;)?) => {$(
+    ($($t:ty $(, name: $name:ident)? $(, tool_call: $args:ident)? $(, mrtr: $mrtr:tt)?);* $(;)?) => {$(
         impl WireParams for $t {
             fn take_meta(&mut self) -> RequestMeta {
                 std::mem::take(&mut self.meta)
             }
             $(fn mirrored_name(&self) -> Option<&str> {
                 Some(&self.$name)
+            })?
+            $(fn tool_call(&self) -> Option<(&str, Option<&JsonObject>)> {
+                Some((&self.name, self.$args.as_ref()))
             })?
             $(fn mrtr(&mut self) -> Option<&mut dyn MrtrParams> {
                 let _ = $mrtr;
@@ -66,23 +72,9 @@ macro_rules! wire_params {
     )*};
 }
 
-impl WireParams for arctern_types::tools::CallToolRequestParams {
-    fn take_meta(&mut self) -> RequestMeta {
-        std::mem::take(&mut self.meta)
-    }
-    fn mirrored_name(&self) -> Option<&str> {
-        Some(&self.name)
-    }
-    fn tool_call(&self) -> Option<(&str, Option<&JsonObject>)> {
-        Some((&self.name, self.arguments.as_ref()))
-    }
-    fn mrtr(&mut self) -> Option<&mut dyn MrtrParams> {
-        Some(self)
-    }
-}
-
 wire_params!(
     arctern_types::base::PaginatedRequestParams;
+    arctern_types::tools::CallToolRequestParams, name: name, tool_call: arguments, mrtr: ();
     arctern_types::prompts::GetPromptRequestParams, name: name, mrtr: ();
     arctern_types::resources::ReadResourceRequestParams, name: uri, mrtr: ();
     arctern_types::completion::CompleteRequestParams;
@@ -168,77 +160,50 @@ fn prompt_args_digest(args: Option<&BTreeMap<String, String>>) -> ArgsDigest {
     args_digest(args.as_ref())
 }
 
-impl BindingSource for arctern_types::tools::CallToolRequestParams {
-    fn target(&self) -> &str {
-        &self.name
-    }
-    fn args_digest(&self) -> ArgsDigest {
-        args_digest_of_object(self.arguments.as_ref())
-    }
-}
-
-impl MrtrParams for arctern_types::tools::CallToolRequestParams {
-    fn request_state_mut(&mut self) -> &mut Option<String> {
-        &mut self.request_state
-    }
-    fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
-        &mut self.input_responses
-    }
-    fn binding_parts(&self) -> BindingParts {
-        BindingParts {
-            target: self.name.clone(),
-            args: PartsArgs::Object(self.arguments.clone()),
+/// [`BindingSource`] and [`MrtrParams`] for the params of a method with request state:
+/// `target` is the field the state is bound to; `digest` and `parts` read the arguments of
+/// `p` (the params) by reference for the digest, and as a copy for [`BindingParts`].
+macro_rules! mrtr_params {
+    ($($t:ty, target: $target:ident, |$p:ident| digest: $digest:expr, parts: $parts:expr;)*) => {$(
+        impl BindingSource for $t {
+            fn target(&self) -> &str {
+                &self.$target
+            }
+            fn args_digest(&self) -> ArgsDigest {
+                let $p = self;
+                $digest
+            }
         }
-    }
-}
 
-impl BindingSource for arctern_types::prompts::GetPromptRequestParams {
-    fn target(&self) -> &str {
-        &self.name
-    }
-    fn args_digest(&self) -> ArgsDigest {
-        prompt_args_digest(self.arguments.as_ref())
-    }
-}
-
-impl MrtrParams for arctern_types::prompts::GetPromptRequestParams {
-    fn request_state_mut(&mut self) -> &mut Option<String> {
-        &mut self.request_state
-    }
-    fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
-        &mut self.input_responses
-    }
-    fn binding_parts(&self) -> BindingParts {
-        BindingParts {
-            target: self.name.clone(),
-            args: PartsArgs::Strings(self.arguments.clone()),
+        impl MrtrParams for $t {
+            fn request_state_mut(&mut self) -> &mut Option<String> {
+                &mut self.request_state
+            }
+            fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
+                &mut self.input_responses
+            }
+            fn binding_parts(&self) -> BindingParts {
+                let $p = self;
+                BindingParts {
+                    target: self.$target.clone(),
+                    args: $parts,
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl BindingSource for arctern_types::resources::ReadResourceRequestParams {
-    fn target(&self) -> &str {
-        &self.uri
-    }
-    fn args_digest(&self) -> ArgsDigest {
-        args_digest(None)
-    }
-}
-
-impl MrtrParams for arctern_types::resources::ReadResourceRequestParams {
-    fn request_state_mut(&mut self) -> &mut Option<String> {
-        &mut self.request_state
-    }
-    fn input_responses_mut(&mut self) -> &mut Option<arctern_types::mrtr::InputResponses> {
-        &mut self.input_responses
-    }
-    fn binding_parts(&self) -> BindingParts {
-        BindingParts {
-            target: self.uri.clone(),
-            args: PartsArgs::None,
-        }
-    }
-}
+mrtr_params!(
+    arctern_types::tools::CallToolRequestParams, target: name,
+        |p| digest: args_digest_of_object(p.arguments.as_ref()),
+        parts: PartsArgs::Object(p.arguments.clone());
+    arctern_types::prompts::GetPromptRequestParams, target: name,
+        |p| digest: prompt_args_digest(p.arguments.as_ref()),
+        parts: PartsArgs::Strings(p.arguments.clone());
+    arctern_types::resources::ReadResourceRequestParams, target: uri,
+        |_p| digest: args_digest(None),
+        parts: PartsArgs::None;
+);
 
 macro_rules! wire_result {
     ($($t:ty),* $(,)?) => {$(

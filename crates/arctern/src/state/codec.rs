@@ -161,31 +161,18 @@ impl StateCodec for XChaChaCodec {
     fn seal(&self, plaintext: &[u8]) -> Result<String, CodecError> {
         let (id, key) = &self.entries[0];
         let id = id.as_str().as_bytes();
-        let header_len = 2 + id.len();
-        let body_start = header_len + NONCE_LEN;
-        let mut buf = Vec::with_capacity(body_start + plaintext.len() + TAG_LEN);
-        buf.push(TOKEN_FORMAT_VERSION);
         // Key ids are at most 32 bytes (checked by `KeyId`).
-        buf.push(u8::try_from(id.len()).map_err(CodecError::new)?);
-        buf.extend_from_slice(id);
-        buf.resize(body_start, 0);
-        rand::rng().fill_bytes(&mut buf[header_len..body_start]);
-        buf.extend_from_slice(plaintext);
-        let (head, body) = buf.split_at_mut(body_start);
-        let nonce = <&[u8; NONCE_LEN]>::try_from(&head[header_len..]).map_err(CodecError::new)?;
-        let (aead, nonce) = aead_key(key, nonce);
-        let tag = aead
-            .seal_in_place_separate_tag(nonce, Aad::from(&head[..header_len]), body)
-            .map_err(|_| CodecError::new("the AEAD refused to seal"))?;
-        buf.extend_from_slice(tag.as_ref());
-        Ok(self.base64.encode(&buf))
+        let id_len = u8::try_from(id.len()).map_err(CodecError::new)?;
+        seal_token(
+            &self.base64,
+            key,
+            &[&[TOKEN_FORMAT_VERSION, id_len], id],
+            plaintext,
+        )
     }
 
     fn unseal(&self, token: &str) -> Result<Vec<u8>, UnsealError> {
-        let mut buf = Vec::with_capacity(token.len() / 4 * 3 + 3);
-        self.base64
-            .decode_vec(token, &mut buf)
-            .map_err(|_| UnsealError::Malformed)?;
+        let buf = decode_token(&self.base64, token)?;
         if buf.len() < 2 {
             return Err(UnsealError::Malformed);
         }
@@ -194,8 +181,8 @@ impl StateCodec for XChaChaCodec {
         }
         let id_len = usize::from(buf[1]);
         let header_len = 2 + id_len;
-        let body_start = header_len + NONCE_LEN;
-        if id_len == 0 || buf.len() < Self::MIN_LEN || buf.len() < body_start + TAG_LEN {
+        if id_len == 0 || buf.len() < Self::MIN_LEN || buf.len() < header_len + NONCE_LEN + TAG_LEN
+        {
             return Err(UnsealError::Malformed);
         }
         let id = &buf[2..header_len];
@@ -205,19 +192,68 @@ impl StateCodec for XChaChaCodec {
             .find(|(k, _)| k.as_str().as_bytes() == id)
             .map(|(_, key)| key)
             .ok_or(UnsealError::UnknownKey)?;
-        let (head, body) = buf.split_at_mut(body_start);
-        let nonce = <&[u8; NONCE_LEN]>::try_from(&head[header_len..])
-            .map_err(|_| UnsealError::Malformed)?;
-        let (aead, nonce) = aead_key(key, nonce);
-        // Verifies the tag before releasing anything; the ciphertext ‖ tag is opened in place.
-        let plaintext_len = aead
-            .open_in_place(nonce, Aad::from(&head[..header_len]), body)
-            .map_err(|_| UnsealError::AuthFailed)?
-            .len();
-        buf.copy_within(body_start..body_start + plaintext_len, 0);
-        buf.truncate(plaintext_len);
-        Ok(buf)
+        open_token(buf, header_len, key)
     }
+}
+
+/// Seals `plaintext` under `key` into a token: `header ‖ nonce ‖ ciphertext ‖ tag`,
+/// base64url-encoded, with a fresh random nonce and the header (given in pieces)
+/// authenticated but not encrypted.
+pub(super) fn seal_token(
+    base64: &Simd,
+    key: &[u8; 32],
+    header: &[&[u8]],
+    plaintext: &[u8],
+) -> Result<String, CodecError> {
+    let header_len: usize = header.iter().map(|piece| piece.len()).sum();
+    let body_start = header_len + NONCE_LEN;
+    let mut buf = Vec::with_capacity(body_start + plaintext.len() + TAG_LEN);
+    for piece in header {
+        buf.extend_from_slice(piece);
+    }
+    buf.resize(body_start, 0);
+    rand::rng().fill_bytes(&mut buf[header_len..body_start]);
+    buf.extend_from_slice(plaintext);
+    let (head, body) = buf.split_at_mut(body_start);
+    let nonce = <&[u8; NONCE_LEN]>::try_from(&head[header_len..]).map_err(CodecError::new)?;
+    let (aead, nonce) = aead_key(key, nonce);
+    let tag = aead
+        .seal_in_place_separate_tag(nonce, Aad::from(&head[..header_len]), body)
+        .map_err(|_| CodecError::new("the AEAD refused to seal"))?;
+    buf.extend_from_slice(tag.as_ref());
+    Ok(base64.encode(&buf))
+}
+
+/// The bytes of a token: strict base64url.
+pub(super) fn decode_token(base64: &Simd, token: &str) -> Result<Vec<u8>, UnsealError> {
+    let mut buf = Vec::with_capacity(token.len() / 4 * 3 + 3);
+    base64
+        .decode_vec(token, &mut buf)
+        .map_err(|_| UnsealError::Malformed)?;
+    Ok(buf)
+}
+
+/// Opens the bytes of a token made by [`seal_token`] under `key`, in place: the tag (over
+/// the first `header_len` bytes too) is verified before anything is released. The caller
+/// has checked that a nonce and a tag follow the header.
+pub(super) fn open_token(
+    mut buf: Vec<u8>,
+    header_len: usize,
+    key: &[u8; 32],
+) -> Result<Vec<u8>, UnsealError> {
+    let body_start = header_len + NONCE_LEN;
+    let (head, body) = buf.split_at_mut(body_start);
+    let nonce =
+        <&[u8; NONCE_LEN]>::try_from(&head[header_len..]).map_err(|_| UnsealError::Malformed)?;
+    let (aead, nonce) = aead_key(key, nonce);
+    // The ciphertext ‖ tag is opened in place.
+    let plaintext_len = aead
+        .open_in_place(nonce, Aad::from(&head[..header_len]), body)
+        .map_err(|_| UnsealError::AuthFailed)?
+        .len();
+    buf.copy_within(body_start..body_start + plaintext_len, 0);
+    buf.truncate(plaintext_len);
+    Ok(buf)
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use base64::Engine as _;
 use base64::engine::Simd;
 use base64::engine::general_purpose::NO_PAD;
 use futures::future::BoxFuture;
@@ -16,7 +15,9 @@ use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 use sha2::{Digest as _, Sha256};
 use zeroize::Zeroizing;
 
-use super::codec::{CodecError, NONCE_LEN, StateCodec, TAG_LEN, UnsealError, aead_key};
+use super::codec::{
+    CodecError, NONCE_LEN, StateCodec, TAG_LEN, UnsealError, decode_token, open_token, seal_token,
+};
 
 /// Version byte of envelope tokens (the default codec's tokens start with 1).
 pub const ENVELOPE_FORMAT_VERSION: u8 = 2;
@@ -401,28 +402,11 @@ impl EnvelopeCodec {
 impl StateCodec for EnvelopeCodec {
     fn seal(&self, plaintext: &[u8]) -> Result<String, CodecError> {
         let current = self.current.load();
-        let header_len = current.header.len();
-        let body_start = header_len + NONCE_LEN;
-        let mut buf = Vec::with_capacity(body_start + plaintext.len() + TAG_LEN);
-        buf.extend_from_slice(&current.header);
-        buf.resize(body_start, 0);
-        rand::rng().fill_bytes(&mut buf[header_len..body_start]);
-        buf.extend_from_slice(plaintext);
-        let (head, body) = buf.split_at_mut(body_start);
-        let nonce = <&[u8; NONCE_LEN]>::try_from(&head[header_len..]).map_err(CodecError::new)?;
-        let (aead, nonce) = aead_key(&current.key, nonce);
-        let tag = aead
-            .seal_in_place_separate_tag(nonce, Aad::from(&head[..header_len]), body)
-            .map_err(|_| CodecError::new("the AEAD refused to seal"))?;
-        buf.extend_from_slice(tag.as_ref());
-        Ok(self.base64.encode(&buf))
+        seal_token(&self.base64, &current.key, &[&current.header], plaintext)
     }
 
     fn unseal(&self, token: &str) -> Result<Vec<u8>, UnsealError> {
-        let mut buf = Vec::with_capacity(token.len() / 4 * 3 + 3);
-        self.base64
-            .decode_vec(token, &mut buf)
-            .map_err(|_| UnsealError::Malformed)?;
+        let buf = decode_token(&self.base64, token)?;
         if buf.len() < 3 {
             return Err(UnsealError::Malformed);
         }
@@ -431,8 +415,9 @@ impl StateCodec for EnvelopeCodec {
         }
         let wrapped_len = usize::from(u16::from_be_bytes([buf[1], buf[2]]));
         let header_len = 3 + wrapped_len;
-        let body_start = header_len + NONCE_LEN;
-        if wrapped_len == 0 || wrapped_len > MAX_WRAPPED_KEY_LEN || buf.len() < body_start + TAG_LEN
+        if wrapped_len == 0
+            || wrapped_len > MAX_WRAPPED_KEY_LEN
+            || buf.len() < header_len + NONCE_LEN + TAG_LEN
         {
             return Err(UnsealError::Malformed);
         }
@@ -454,17 +439,7 @@ impl StateCodec for EnvelopeCodec {
                 key
             }
         };
-        let (head, body) = buf.split_at_mut(body_start);
-        let nonce = <&[u8; NONCE_LEN]>::try_from(&head[header_len..])
-            .map_err(|_| UnsealError::Malformed)?;
-        let (aead, nonce) = aead_key(&key, nonce);
-        let plaintext_len = aead
-            .open_in_place(nonce, Aad::from(&head[..header_len]), body)
-            .map_err(|_| UnsealError::AuthFailed)?
-            .len();
-        buf.copy_within(body_start..body_start + plaintext_len, 0);
-        buf.truncate(plaintext_len);
-        Ok(buf)
+        open_token(buf, header_len, &key)
     }
 }
 

@@ -5,6 +5,7 @@
 use zeroize::Zeroizing;
 
 use super::JoseError;
+use super::jwk::RsaPrivate;
 
 const SEQUENCE: u8 = 0x30;
 const INTEGER: u8 = 0x02;
@@ -97,24 +98,16 @@ pub(crate) fn strip_leading_zeros(bytes: &[u8]) -> &[u8] {
 
 /// The private key inside a PKCS#8 document.
 pub(crate) enum Pkcs8Key {
-    /// RSA: the RSAPrivateKey's integers.
-    Rsa(Box<RsaParts>),
+    /// RSA: the RSAPrivateKey's integers (RFC 8017 appendix A.1.2), without leading zeros.
+    Rsa {
+        n: Vec<u8>,
+        e: Vec<u8>,
+        private: Box<RsaPrivate>,
+    },
     /// ECDSA on P-256 (`true`) or P-384 (`false`): the private scalar, left-padded.
     Ec { p256: bool, d: Zeroizing<Vec<u8>> },
     /// Ed25519: the 32-byte seed.
     Ed25519 { seed: Zeroizing<Vec<u8>> },
-}
-
-/// RSAPrivateKey (RFC 8017 appendix A.1.2), integers without leading zeros.
-pub(crate) struct RsaParts {
-    pub(crate) n: Vec<u8>,
-    pub(crate) e: Vec<u8>,
-    pub(crate) d: Zeroizing<Vec<u8>>,
-    pub(crate) p: Zeroizing<Vec<u8>>,
-    pub(crate) q: Zeroizing<Vec<u8>>,
-    pub(crate) dp: Zeroizing<Vec<u8>>,
-    pub(crate) dq: Zeroizing<Vec<u8>>,
-    pub(crate) qi: Zeroizing<Vec<u8>>,
 }
 
 /// Reads a PKCS#8 `PrivateKeyInfo` / `OneAsymmetricKey` (RFC 5958).
@@ -133,7 +126,7 @@ pub(crate) fn parse_pkcs8(der: &[u8]) -> Result<Pkcs8Key, JoseError> {
     let oid = alg.expect(OID)?;
     let private = info.expect(OCTET_STRING)?;
     match oid {
-        OID_RSA => parse_rsa(private).map(|parts| Pkcs8Key::Rsa(Box::new(parts))),
+        OID_RSA => parse_rsa(private),
         OID_EC => {
             let curve = alg.expect(OID)?;
             let (p256, size) = match curve {
@@ -180,7 +173,7 @@ pub(crate) fn parse_pkcs8(der: &[u8]) -> Result<Pkcs8Key, JoseError> {
     }
 }
 
-fn parse_rsa(der: &[u8]) -> Result<RsaParts, JoseError> {
+fn parse_rsa(der: &[u8]) -> Result<Pkcs8Key, JoseError> {
     let mut outer = Reader::new(der);
     let mut key = Reader::new(outer.expect(SEQUENCE)?);
     if key.unsigned()? != [0] {
@@ -189,16 +182,15 @@ fn parse_rsa(der: &[u8]) -> Result<RsaParts, JoseError> {
     let mut secret = || key.unsigned().map(|b| Zeroizing::new(b.to_vec()));
     let n = secret()?.to_vec();
     let e = secret()?.to_vec();
-    Ok(RsaParts {
-        n,
-        e,
+    let private = Box::new(RsaPrivate {
         d: secret()?,
         p: secret()?,
         q: secret()?,
         dp: secret()?,
         dq: secret()?,
         qi: secret()?,
-    })
+    });
+    Ok(Pkcs8Key::Rsa { n, e, private })
 }
 
 #[cfg(test)]

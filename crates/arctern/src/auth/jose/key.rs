@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use zeroize::Zeroizing;
 
 use super::der::{Pkcs8Key, parse_pkcs8};
-use super::jwk::{Curve, Jwk, KeyType, Material, RsaPrivate};
+use super::jwk::{Curve, Jwk, KeyType, Material};
 use super::jws::Header;
 use super::{JoseError, base64url};
 
@@ -211,19 +211,12 @@ impl SigningKey {
     pub fn from_pkcs8_der(der: &[u8]) -> Result<Self, JoseError> {
         let rng = SystemRandom::new();
         match parse_pkcs8(der)? {
-            Pkcs8Key::Rsa(parts) => {
+            Pkcs8Key::Rsa { n, e, private } => {
                 let pair = RsaKeyPair::from_pkcs8(der).map_err(rejected)?;
                 let material = Material::Rsa {
-                    n: parts.n,
-                    e: parts.e,
-                    private: Some(Box::new(RsaPrivate {
-                        d: parts.d,
-                        p: parts.p,
-                        q: parts.q,
-                        dp: parts.dp,
-                        dq: parts.dq,
-                        qi: parts.qi,
-                    })),
+                    n,
+                    e,
+                    private: Some(private),
                 };
                 Ok(Self::assemble(Pair::Rsa(pair), material, Algorithm::RS256))
             }

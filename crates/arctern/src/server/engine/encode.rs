@@ -21,17 +21,11 @@ impl<H> Server<H> {
     /// Encodes a successful response, stamping `serverInfo` into the result's `_meta`.
     pub(crate) fn encode_result<R: WireResult>(&self, id: &RequestId, mut result: R) -> Bytes {
         let meta = result.meta_mut().take();
-        let mut buf = Vec::with_capacity(256);
-        buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        write_json(&mut buf, id);
-        buf.extend_from_slice(b",\"result\":");
+        let mut buf = result_head(256, id);
         let start = buf.len();
         if let Err(e) = serde_json::to_writer(&mut buf, &result) {
             tracing::error!(error = %e, "could not serialize a result");
-            return encode_error(
-                Some(id),
-                &ErrorObject::internal_error("Could not serialize the result"),
-            );
+            return unserializable(id);
         }
         self.finish_result(buf, start, meta.as_ref())
     }
@@ -45,10 +39,7 @@ impl<H> Server<H> {
         mut result: InputRequiredResult,
     ) -> Bytes {
         let meta = result.meta.take();
-        let mut buf = Vec::with_capacity(512);
-        buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        write_json(&mut buf, id);
-        buf.extend_from_slice(b",\"result\":");
+        let mut buf = result_head(512, id);
         let start = buf.len();
         buf.extend_from_slice(b"{\"resultType\":");
         write_json(&mut buf, &result.result_type);
@@ -78,10 +69,7 @@ impl<H> Server<H> {
         buf.push(b'}');
         if let Err(e) = written {
             tracing::error!(error = %e, "could not serialize a result");
-            return encode_error(
-                Some(id),
-                &ErrorObject::internal_error("Could not serialize the result"),
-            );
+            return unserializable(id);
         }
         self.finish_result(buf, start, meta.as_ref())
     }
@@ -100,10 +88,7 @@ impl<H> Server<H> {
             .server_info
             .as_deref()
             .map_or(0, |i| i.get().len());
-        let mut buf = Vec::with_capacity(shared.json.len() + info_len + 128);
-        buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        write_json(&mut buf, id);
-        buf.extend_from_slice(b",\"result\":");
+        let mut buf = result_head(shared.json.len() + info_len + 128, id);
         let start = buf.len();
         buf.extend_from_slice(&shared.json);
         if let Some(hint) = hint {
@@ -155,6 +140,24 @@ impl<H> Server<H> {
     }
 }
 
+/// A buffer of `capacity` bytes holding the start of a response, up to where its result
+/// goes: `{"jsonrpc":"2.0","id":…,"result":`.
+fn result_head(capacity: usize, id: &RequestId) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(capacity);
+    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    write_json(&mut buf, id);
+    buf.extend_from_slice(b",\"result\":");
+    buf
+}
+
+/// The error response for a result that could not be serialized.
+fn unserializable(id: &RequestId) -> Bytes {
+    encode_error(
+        Some(id),
+        &ErrorObject::internal_error("Could not serialize the result"),
+    )
+}
+
 /// Encodes an error response; the id is omitted when unknown.
 pub(crate) fn encode_error(id: Option<&RequestId>, error: &ErrorObject) -> Bytes {
     let mut buf = Vec::with_capacity(128);
@@ -204,18 +207,12 @@ pub(crate) fn encode_legacy_result<R: Serialize>(id: &RequestId, result: &R) -> 
         }
         Ok(_) | Err(_) => {
             tracing::error!("could not serialize a result as a JSON object");
-            return encode_error(
-                Some(id),
-                &ErrorObject::internal_error("Could not serialize the result"),
-            );
+            return unserializable(id);
         }
     };
     match serde_json::to_vec(&value) {
         Ok(bytes) => encode_raw(id, &bytes),
-        Err(_) => encode_error(
-            Some(id),
-            &ErrorObject::internal_error("Could not serialize the result"),
-        ),
+        Err(_) => unserializable(id),
     }
 }
 
@@ -226,10 +223,7 @@ pub(crate) fn encode_legacy_shared(id: &RequestId, shared: &Shared) -> Bytes {
         Ok(map) => map,
         Err(_) => {
             tracing::error!("a prepared result is not a JSON object");
-            return encode_error(
-                Some(id),
-                &ErrorObject::internal_error("Could not serialize the result"),
-            );
+            return unserializable(id);
         }
     };
     // Put `_meta` back where the value has it, right after `resultType`, so that stripping
@@ -246,19 +240,12 @@ pub(crate) fn encode_legacy_shared(id: &RequestId, shared: &Shared) -> Bytes {
     strip_modern_members(&mut map);
     match serde_json::to_vec(&map) {
         Ok(bytes) => encode_raw(id, &bytes),
-        Err(_) => encode_error(
-            Some(id),
-            &ErrorObject::internal_error("Could not serialize the result"),
-        ),
+        Err(_) => unserializable(id),
     }
 }
 
 fn encode_raw(id: &RequestId, result: &[u8]) -> Bytes {
-    let mut buf = Vec::with_capacity(32 + result.len());
-    buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    // Ids always serialize.
-    let _ = serde_json::to_writer(&mut buf, id);
-    buf.extend_from_slice(b",\"result\":");
+    let mut buf = result_head(32 + result.len(), id);
     buf.extend_from_slice(result);
     buf.push(b'}');
     Bytes::from(buf)

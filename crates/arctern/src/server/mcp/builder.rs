@@ -10,9 +10,9 @@ use arctern_types::implementation::Implementation;
 use arctern_types::meta::JsonObject;
 
 use super::completion::Completer;
-use super::entry::{Entry, Kind};
+use super::entry::Entry;
 use super::handler::{HandlerInner, McpHandler};
-use super::registry::{Insert, Registry};
+use super::registry::{Registered, Registry};
 use super::{
     CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn, IntoCompletion, IntoPromptResult,
     IntoReadResult, IntoToolResult, PromptSpec, RegistrationError, ResourceSpec,
@@ -316,12 +316,8 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
 
     /// Adds an entry to the registry, or records why it could not be added (all problems
     /// are reported together by [`build`](Self::build)).
-    fn register<K: Kind>(
-        mut self,
-        entry: Result<Entry<K, S>, String>,
-        insert: Insert<K, S>,
-    ) -> Self {
-        if let Err(e) = entry.and_then(|entry| insert(&mut self.parts.registry, entry)) {
+    fn register<K: Registered>(mut self, entry: Result<Entry<K, S>, String>) -> Self {
+        if let Err(e) = entry.and_then(|entry| K::insert(&mut self.parts.registry, entry)) {
             self.parts.errors.push(e);
         }
         self
@@ -351,7 +347,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         H::Output: IntoToolResult,
         T: 'static,
     {
-        self.register(tool::tool_entry(spec, handler), Registry::insert_tool)
+        self.register(tool::tool_entry(spec, handler))
     }
 
     /// Registers a prompt; its arguments come from its [`Args`](crate::server::extract::Args) parameter.
@@ -376,7 +372,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         H::Output: IntoPromptResult,
         T: 'static,
     {
-        self.register(prompt::prompt_entry(spec, handler), Registry::insert_prompt)
+        self.register(prompt::prompt_entry(spec, handler))
     }
 
     /// Registers a resource at a fixed URI.
@@ -386,10 +382,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         H::Output: IntoReadResult,
         T: 'static,
     {
-        self.register(
-            resource::resource_entry(spec.into(), handler),
-            Registry::insert_resource,
-        )
+        self.register(resource::resource_entry(spec.into(), handler))
     }
 
     /// Registers a resource template (RFC 6570). Its handler's [`Args`](crate::server::extract::Args) parameter holds the
@@ -400,10 +393,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         H::Output: IntoReadResult,
         T: 'static,
     {
-        self.register(
-            resource::template_entry(spec.into(), handler),
-            Registry::insert_template,
-        )
+        self.register(resource::template_entry(spec.into(), handler))
     }
 
     /// Serves `completion/complete` with `handler` and declares the `completions` capability.

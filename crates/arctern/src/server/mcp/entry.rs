@@ -14,7 +14,8 @@ use crate::Outcome;
 use crate::server::extract::{CallParts, Rejection, Signature};
 use crate::server::handler::HandlerResult;
 
-/// One kind of registered handler.
+/// One kind of registered handler. By default a refusal or a rejection is answered with a
+/// JSON-RPC error (as prompts and resources are); tools answer with a tool error instead.
 pub(crate) trait Kind: Send + Sync + 'static {
     /// What the registry lists for it.
     type Def: Clone + Send + Sync + 'static;
@@ -22,14 +23,20 @@ pub(crate) trait Kind: Send + Sync + 'static {
     type Result: Send + serde::Serialize + 'static;
 
     /// The answer when the user refused a required answer (`message` says which).
-    fn refusal(message: String) -> HandlerResult<Outcome<Self::Result>>;
+    fn refusal(message: String) -> HandlerResult<Outcome<Self::Result>> {
+        Err(ErrorObject::invalid_params(message))
+    }
 
     /// The answer when an extractor rejected the call.
-    fn rejection(rejection: Rejection) -> HandlerResult<Outcome<Self::Result>>;
+    fn rejection(rejection: Rejection) -> HandlerResult<Outcome<Self::Result>> {
+        Err(rejection.into_error())
+    }
 
     /// Whether a body's answer is an error (then a question that stopped the body decides
     /// the call instead).
-    fn failed(result: &HandlerResult<Outcome<Self::Result>>) -> bool;
+    fn failed(result: &HandlerResult<Outcome<Self::Result>>) -> bool {
+        result.is_err()
+    }
 }
 
 /// Turns what a handler returns into the result of its kind.

@@ -20,8 +20,11 @@ use arctern_types::tools::{
 use serde_json::Value;
 
 use super::completion::Completer;
-use super::entry::{Entry, Kind};
-use super::registry::{Insert, Registry, unsealed};
+use super::entry::Entry;
+use super::prompt::Prompts;
+use super::registry::{Registered, Registry, unsealed};
+use super::resource::{Resources, Templates};
+use super::tool::Tools;
 use super::{
     HandlerFn, IntoPromptResult, IntoReadResult, IntoToolResult, PromptSpec, RegistrationError,
     ResourceSpec, ResourceTemplateSpec, ToolSpec, prompt, resource, tool,
@@ -125,29 +128,22 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
 
     /// Registers an entry while the server runs: checks it, publishes the changed registry,
     /// and tells open streams and sessions that the list changed.
-    fn add<K: Kind>(
+    fn add<K: Registered>(
         &self,
         entry: Result<Entry<K, S>, String>,
-        what: impl FnOnce(&Entry<K, S>) -> String,
-        insert: Insert<K, S>,
-        changed: fn(&ChangeNotifier),
     ) -> Result<(), RegistrationError> {
         let entry = entry.map_err(RegistrationError::new)?;
-        self.check_sealing(entry.asks, what(&entry))?;
-        self.update(|r| insert(r, entry).map(|()| true))?;
-        self.notify(changed);
+        self.check_sealing(entry.asks, K::label(&entry.def))?;
+        self.update(|r| K::insert(r, entry).map(|()| true))?;
+        self.notify(K::announce);
         Ok(())
     }
 
-    /// Removes an entry while the server runs; returns whether it existed.
-    fn remove(
-        &self,
-        remove: impl FnOnce(&mut Registry<S>) -> bool,
-        changed: fn(&ChangeNotifier),
-    ) -> bool {
-        let removed = self.update(|r| Ok(remove(r))).unwrap_or(false);
+    /// Removes the entry with this key while the server runs; returns whether it existed.
+    fn remove<K: Registered>(&self, key: &str) -> bool {
+        let removed = self.update(|r| Ok(K::remove(r, key))).unwrap_or(false);
         if removed {
-            self.notify(changed);
+            self.notify(K::announce);
         }
         removed
     }
@@ -159,20 +155,12 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoToolResult,
         T: 'static,
     {
-        self.add(
-            tool::tool_entry(spec, handler),
-            |e| format!("tool {:?}", e.def.tool.name),
-            Registry::insert_tool,
-            ChangeNotifier::tools_changed,
-        )
+        self.add(tool::tool_entry(spec, handler))
     }
 
     /// Removes a tool; returns whether it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
-        self.remove(
-            |r| r.tools.shift_remove(name).is_some(),
-            ChangeNotifier::tools_changed,
-        )
+        self.remove::<Tools>(name)
     }
 
     /// Adds a prompt while the server runs.
@@ -182,20 +170,12 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoPromptResult,
         T: 'static,
     {
-        self.add(
-            prompt::prompt_entry(spec, handler),
-            |e| format!("prompt {:?}", e.def.name),
-            Registry::insert_prompt,
-            ChangeNotifier::prompts_changed,
-        )
+        self.add(prompt::prompt_entry(spec, handler))
     }
 
     /// Removes a prompt; returns whether it existed.
     pub fn remove_prompt(&self, name: &str) -> bool {
-        self.remove(
-            |r| r.prompts.shift_remove(name).is_some(),
-            ChangeNotifier::prompts_changed,
-        )
+        self.remove::<Prompts>(name)
     }
 
     /// Adds a resource while the server runs.
@@ -209,20 +189,12 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoReadResult,
         T: 'static,
     {
-        self.add(
-            resource::resource_entry(spec.into(), handler),
-            |e| format!("resource {:?}", e.def.uri),
-            Registry::insert_resource,
-            ChangeNotifier::resources_changed,
-        )
+        self.add(resource::resource_entry(spec.into(), handler))
     }
 
     /// Removes a resource; returns whether it existed.
     pub fn remove_resource(&self, uri: &str) -> bool {
-        self.remove(
-            |r| r.resources.shift_remove(uri).is_some(),
-            ChangeNotifier::resources_changed,
-        )
+        self.remove::<Resources>(uri)
     }
 
     /// Adds a resource template while the server runs.
@@ -236,25 +208,12 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoReadResult,
         T: 'static,
     {
-        self.add(
-            resource::template_entry(spec.into(), handler),
-            |e| format!("resource template {:?}", e.def.template.uri_template),
-            Registry::insert_template,
-            ChangeNotifier::resources_changed,
-        )
+        self.add(resource::template_entry(spec.into(), handler))
     }
 
     /// Removes a resource template by its URI template; returns whether it existed.
     pub fn remove_resource_template(&self, uri_template: &str) -> bool {
-        self.remove(
-            |r| {
-                let before = r.templates.len();
-                r.templates
-                    .retain(|t| t.def.template.uri_template != uri_template);
-                r.templates.len() != before
-            },
-            ChangeNotifier::resources_changed,
-        )
+        self.remove::<Templates>(uri_template)
     }
 
     /// Names of the registered tools, in listing order.

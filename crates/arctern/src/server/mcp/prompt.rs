@@ -2,7 +2,6 @@
 
 use std::fmt::Display;
 
-use arctern_types::ErrorObject;
 use arctern_types::meta::JsonObject;
 use arctern_types::prompts::{GetPromptResult, Prompt, PromptArgument, PromptMessage};
 use serde_json::Value;
@@ -10,7 +9,7 @@ use serde_json::Value;
 use super::entry::{Convert, Entry, HandlerError, Kind, erase};
 use super::handler_fn::HandlerFn;
 use crate::Outcome;
-use crate::server::extract::{MrtrStyle, Rejection, Signature};
+use crate::server::extract::{MrtrStyle, Signature};
 use crate::server::handler::HandlerResult;
 
 /// What a prompt handler returns, turned into a `prompts/get` result.
@@ -18,8 +17,8 @@ use crate::server::handler::HandlerResult;
 /// Implemented for [`GetPromptResult`], `Vec<PromptMessage>`, [`PromptMessage`], `String` (one
 /// user message), `Outcome<GetPromptResult>` (the manual multi round-trip form), and
 /// `Result<T, E>` for any `E: Display` (`anyhow::Error` included): an
-/// [`ErrorObject`] is sent as the JSON-RPC error it is, any other error as `-32603` with a
-/// generic message (the real one is logged).
+/// [`ErrorObject`](crate::ErrorObject) is sent as the JSON-RPC error it is, any other error as
+/// `-32603` with a generic message (the real one is logged).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a prompt handler",
     label = "not a prompt result",
@@ -124,18 +123,6 @@ pub(crate) struct Prompts;
 impl Kind for Prompts {
     type Def = Prompt;
     type Result = GetPromptResult;
-
-    fn refusal(message: String) -> HandlerResult<Outcome<GetPromptResult>> {
-        Err(ErrorObject::invalid_params(message))
-    }
-
-    fn rejection(rejection: Rejection) -> HandlerResult<Outcome<GetPromptResult>> {
-        Err(rejection.into_error())
-    }
-
-    fn failed(result: &HandlerResult<Outcome<GetPromptResult>>) -> bool {
-        result.is_err()
-    }
 }
 
 impl<T: IntoPromptResult> Convert<Prompts> for T {

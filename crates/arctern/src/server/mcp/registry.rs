@@ -1,7 +1,7 @@
 //! The registries of an [`McpServer`](super::McpServer): what is registered, and the list
 //! pages, each serialized once per snapshot.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use arctern_types::ErrorObject;
 use arctern_types::prompts::ListPromptsResult;
@@ -10,15 +10,13 @@ use arctern_types::tools::ListToolsResult;
 use base64::Engine as _;
 use indexmap::IndexMap;
 
-use super::entry::Entry;
+use super::entry::{Entry, Kind};
 use super::prompt::Prompts;
 use super::resource::{Resources, Templates};
 use super::tool::Tools;
 use crate::server::handler::HandlerResult;
 use crate::server::listed::{ListResult, Listed};
-
-/// Adds an entry of one kind to a registry (or says why not).
-pub(crate) type Insert<K, S> = fn(&mut Registry<S>, Entry<K, S>) -> Result<(), String>;
+use crate::server::subscriptions::ChangeNotifier;
 
 /// A snapshot of everything registered: read without locks on every call, and replaced
 /// whole when something is added or removed.
@@ -102,26 +100,27 @@ macro_rules! page_method {
 }
 
 impl<S> Registry<S> {
+    /// The scopes every entry declares (each entry's, empty for none).
+    fn scopes(&self) -> impl Iterator<Item = &Arc<[String]>> {
+        fn of<K: Registered, S>(r: &Registry<S>) -> impl Iterator<Item = &Arc<[String]>> {
+            K::entries(r).map(|e| &e.scopes)
+        }
+        of::<Tools, S>(self)
+            .chain(of::<Prompts, S>(self))
+            .chain(of::<Resources, S>(self))
+            .chain(of::<Templates, S>(self))
+    }
+
     /// Whether anything registered declares scopes.
     #[cfg_attr(not(all(feature = "auth", feature = "http")), allow(dead_code))]
     pub(crate) fn has_scopes(&self) -> bool {
-        self.tools.values().any(|e| !e.scopes.is_empty())
-            || self.prompts.values().any(|e| !e.scopes.is_empty())
-            || self.resources.values().any(|e| !e.scopes.is_empty())
-            || self.templates.iter().any(|e| !e.scopes.is_empty())
+        self.scopes().any(|s| !s.is_empty())
     }
 
     /// Every scope declared, each once, in registration order.
     pub(crate) fn declared_scopes(&self) -> Vec<String> {
         let mut all: Vec<String> = Vec::new();
-        let scopes = self
-            .tools
-            .values()
-            .map(|e| &e.scopes)
-            .chain(self.prompts.values().map(|e| &e.scopes))
-            .chain(self.resources.values().map(|e| &e.scopes))
-            .chain(self.templates.iter().map(|e| &e.scopes));
-        for scope in scopes.flat_map(|s| s.iter()) {
+        for scope in self.scopes().flat_map(|s| s.iter()) {
             if !all.contains(scope) {
                 all.push(scope.clone());
             }
@@ -131,72 +130,16 @@ impl<S> Registry<S> {
 
     /// Handlers that ask typed questions, for a server without sealing.
     pub(crate) fn asking_without_sealing(&self) -> Vec<String> {
-        let tools = self
-            .tools
-            .values()
-            .filter(|e| e.asks)
-            .map(|e| unsealed(&format!("tool {:?}", e.def.tool.name)));
-        let prompts = self
-            .prompts
-            .values()
-            .filter(|e| e.asks)
-            .map(|e| unsealed(&format!("prompt {:?}", e.def.name)));
-        let resources = self
-            .resources
-            .values()
-            .filter(|e| e.asks)
-            .map(|e| unsealed(&format!("resource {:?}", e.def.uri)));
-        let templates = self.templates.iter().filter(|e| e.asks).map(|e| {
-            unsealed(&format!(
-                "resource template {:?}",
-                e.def.template.uri_template
-            ))
-        });
-        tools
-            .chain(prompts)
-            .chain(resources)
-            .chain(templates)
+        fn of<K: Registered, S>(r: &Registry<S>) -> impl Iterator<Item = String> {
+            K::entries(r)
+                .filter(|e| e.asks)
+                .map(|e| unsealed(&K::label(&e.def)))
+        }
+        of::<Tools, S>(self)
+            .chain(of::<Prompts, S>(self))
+            .chain(of::<Resources, S>(self))
+            .chain(of::<Templates, S>(self))
             .collect()
-    }
-
-    pub(crate) fn insert_tool(&mut self, entry: Entry<Tools, S>) -> Result<(), String> {
-        let name = entry.def.tool.name.clone();
-        if self.tools.contains_key(&name) {
-            return Err(taken("tool", &name, "name"));
-        }
-        self.tools.insert(name, entry);
-        Ok(())
-    }
-
-    pub(crate) fn insert_prompt(&mut self, entry: Entry<Prompts, S>) -> Result<(), String> {
-        let name = entry.def.name.clone();
-        if self.prompts.contains_key(&name) {
-            return Err(taken("prompt", &name, "name"));
-        }
-        self.prompts.insert(name, entry);
-        Ok(())
-    }
-
-    pub(crate) fn insert_resource(&mut self, entry: Entry<Resources, S>) -> Result<(), String> {
-        let uri = entry.def.uri.clone();
-        if self.resources.contains_key(&uri) {
-            return Err(taken("resource", &uri, "URI"));
-        }
-        self.resources.insert(uri, entry);
-        Ok(())
-    }
-
-    pub(crate) fn insert_template(&mut self, entry: Entry<Templates, S>) -> Result<(), String> {
-        let text = &entry.def.template.uri_template;
-        if self
-            .templates
-            .iter()
-            .any(|t| t.def.template.uri_template == *text)
-        {
-            return Err(taken("resource template", text, "URI template"));
-        }
-        self.templates.push(entry);
-        Ok(())
     }
 
     page_method!(
@@ -217,6 +160,125 @@ impl<S> Registry<S> {
         templates_page, templates, ListResourceTemplatesResult,
         |r| r.templates.iter().map(|e| &e.def.template)
     );
+}
+
+/// A kind of entry the registry keeps: how one is named, where the entries are, and which
+/// list change announces a change to them.
+pub(crate) trait Registered: Kind + Sized {
+    /// The entry in messages, such as `tool "x"`.
+    fn label(def: &Self::Def) -> String;
+    /// The entries, in listing order.
+    fn entries<S>(registry: &Registry<S>) -> impl Iterator<Item = &Entry<Self, S>>;
+    /// Adds an entry (or says why not: its key is taken).
+    fn insert<S>(registry: &mut Registry<S>, entry: Entry<Self, S>) -> Result<(), String>;
+    /// Removes the entry with this key (name, URI or URI template); returns whether it was
+    /// there.
+    fn remove<S>(registry: &mut Registry<S>, key: &str) -> bool;
+    /// Tells open streams and sessions that the list changed.
+    fn announce(notifier: &ChangeNotifier);
+}
+
+/// Adds `entry` under `key` unless the key is taken (`what` and `by` word the refusal).
+fn insert_keyed<K: Kind, S>(
+    entries: &mut IndexMap<String, Entry<K, S>>,
+    key: String,
+    entry: Entry<K, S>,
+    what: &str,
+    by: &str,
+) -> Result<(), String> {
+    if entries.contains_key(&key) {
+        return Err(taken(what, &key, by));
+    }
+    entries.insert(key, entry);
+    Ok(())
+}
+
+impl Registered for Tools {
+    fn label(def: &Self::Def) -> String {
+        format!("tool {:?}", def.tool.name)
+    }
+    fn entries<S>(registry: &Registry<S>) -> impl Iterator<Item = &Entry<Self, S>> {
+        registry.tools.values()
+    }
+    fn insert<S>(registry: &mut Registry<S>, entry: Entry<Self, S>) -> Result<(), String> {
+        let name = entry.def.tool.name.clone();
+        insert_keyed(&mut registry.tools, name, entry, "tool", "name")
+    }
+    fn remove<S>(registry: &mut Registry<S>, key: &str) -> bool {
+        registry.tools.shift_remove(key).is_some()
+    }
+    fn announce(notifier: &ChangeNotifier) {
+        notifier.tools_changed();
+    }
+}
+
+impl Registered for Prompts {
+    fn label(def: &Self::Def) -> String {
+        format!("prompt {:?}", def.name)
+    }
+    fn entries<S>(registry: &Registry<S>) -> impl Iterator<Item = &Entry<Self, S>> {
+        registry.prompts.values()
+    }
+    fn insert<S>(registry: &mut Registry<S>, entry: Entry<Self, S>) -> Result<(), String> {
+        let name = entry.def.name.clone();
+        insert_keyed(&mut registry.prompts, name, entry, "prompt", "name")
+    }
+    fn remove<S>(registry: &mut Registry<S>, key: &str) -> bool {
+        registry.prompts.shift_remove(key).is_some()
+    }
+    fn announce(notifier: &ChangeNotifier) {
+        notifier.prompts_changed();
+    }
+}
+
+impl Registered for Resources {
+    fn label(def: &Self::Def) -> String {
+        format!("resource {:?}", def.uri)
+    }
+    fn entries<S>(registry: &Registry<S>) -> impl Iterator<Item = &Entry<Self, S>> {
+        registry.resources.values()
+    }
+    fn insert<S>(registry: &mut Registry<S>, entry: Entry<Self, S>) -> Result<(), String> {
+        let uri = entry.def.uri.clone();
+        insert_keyed(&mut registry.resources, uri, entry, "resource", "URI")
+    }
+    fn remove<S>(registry: &mut Registry<S>, key: &str) -> bool {
+        registry.resources.shift_remove(key).is_some()
+    }
+    fn announce(notifier: &ChangeNotifier) {
+        notifier.resources_changed();
+    }
+}
+
+impl Registered for Templates {
+    fn label(def: &Self::Def) -> String {
+        format!("resource template {:?}", def.template.uri_template)
+    }
+    fn entries<S>(registry: &Registry<S>) -> impl Iterator<Item = &Entry<Self, S>> {
+        registry.templates.iter()
+    }
+    fn insert<S>(registry: &mut Registry<S>, entry: Entry<Self, S>) -> Result<(), String> {
+        let text = &entry.def.template.uri_template;
+        if registry
+            .templates
+            .iter()
+            .any(|t| t.def.template.uri_template == *text)
+        {
+            return Err(taken("resource template", text, "URI template"));
+        }
+        registry.templates.push(entry);
+        Ok(())
+    }
+    fn remove<S>(registry: &mut Registry<S>, key: &str) -> bool {
+        let before = registry.templates.len();
+        registry
+            .templates
+            .retain(|t| t.def.template.uri_template != key);
+        registry.templates.len() != before
+    }
+    fn announce(notifier: &ChangeNotifier) {
+        notifier.resources_changed();
+    }
 }
 
 /// The registration error of a handler asking typed questions on a server without sealing.

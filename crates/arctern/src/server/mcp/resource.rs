@@ -2,7 +2,6 @@
 
 use std::fmt::Display;
 
-use arctern_types::ErrorObject;
 use arctern_types::content::{BlobResourceContents, ResourceContents, TextResourceContents};
 use arctern_types::resources::{ReadResourceResult, Resource, ResourceTemplate};
 use base64::Engine as _;
@@ -11,7 +10,7 @@ use super::entry::{Convert, Entry, HandlerError, Kind, erase};
 use super::handler_fn::HandlerFn;
 use super::uri_template::UriTemplate;
 use crate::Outcome;
-use crate::server::extract::{MrtrStyle, Rejection, Signature};
+use crate::server::extract::{MrtrStyle, Signature};
 use crate::server::handler::HandlerResult;
 
 /// Binary resource content, sent base64-encoded as a `blob`.
@@ -22,9 +21,10 @@ pub struct Blob(pub Vec<u8>);
 ///
 /// Implemented for [`ReadResourceResult`], `String` (text), [`Blob`] and `Vec<u8>` (binary),
 /// [`ResourceContents`], `Vec<ResourceContents>`, `Outcome<ReadResourceResult>` (the manual
-/// multi round-trip form), and `Result<T, E>` for any `E: Display` (an [`ErrorObject`] is
-/// sent as it is, any other error as `-32603` with a generic message). Text
-/// and binary content take the URI that was read and the MIME type the resource declares.
+/// multi round-trip form), and `Result<T, E>` for any `E: Display` (an
+/// [`ErrorObject`](crate::ErrorObject) is sent as it is, any other error as `-32603` with a
+/// generic message). Text and binary content take the URI that was read and the MIME type the
+/// resource declares.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a resource handler",
     label = "not a resource result",
@@ -240,18 +240,6 @@ macro_rules! read_kind {
         impl Kind for $kind {
             type Def = $def;
             type Result = ReadResourceResult;
-
-            fn refusal(message: String) -> HandlerResult<Outcome<ReadResourceResult>> {
-                Err(ErrorObject::invalid_params(message))
-            }
-
-            fn rejection(rejection: Rejection) -> HandlerResult<Outcome<ReadResourceResult>> {
-                Err(rejection.into_error())
-            }
-
-            fn failed(result: &HandlerResult<Outcome<ReadResourceResult>>) -> bool {
-                result.is_err()
-            }
         }
 
         impl<T: IntoReadResult> Convert<$kind> for T {

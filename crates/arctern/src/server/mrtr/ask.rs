@@ -166,6 +166,20 @@ impl<A> Ask<A> {
         (self.key, self.question, self.read)
     }
 
+    /// A form of one required field named after the key (or why it cannot be asked).
+    fn single_field(
+        key: Cow<'static, str>,
+        message: impl Into<String>,
+        field: Result<PrimitiveSchemaDefinition, Arc<str>>,
+        read: Read<A>,
+    ) -> Self {
+        let question = field.map(|field| {
+            let schema = RequestedSchema::new().required(key.as_ref(), field);
+            InputRequest::elicit_form(message, schema)
+        });
+        Ask::new(key, question, read)
+    }
+
     /// Changes the one field of a single-field form (named after the key).
     fn map_field(mut self, f: impl FnOnce(&mut PrimitiveSchemaDefinition)) -> Self {
         if let Ok(InputRequest::Elicit(e)) = &mut self.question
@@ -204,14 +218,8 @@ impl<T: DeserializeOwned + schemars::JsonSchema + 'static> Ask<T> {
 impl Ask<String> {
     /// One text field, named after the key.
     pub fn text(key: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        let key = key.into();
-        let schema =
-            RequestedSchema::new().required(key.as_ref(), PrimitiveSchemaDefinition::string());
-        Ask::new(
-            key,
-            Ok(InputRequest::elicit_form(message, schema)),
-            read_text,
-        )
+        let field = Ok(PrimitiveSchemaDefinition::string());
+        Ask::single_field(key.into(), message, field, read_text)
     }
 
     /// One choice among `options`, computed whenever the question is built; the answer is
@@ -222,14 +230,13 @@ impl Ask<String> {
         options: impl IntoIterator<Item = O>,
     ) -> Self {
         let key = key.into();
-        let question = form_with_options(
+        let field = options_field(
             &key,
-            message,
             options,
             |titled| TitledSingleSelectEnumSchema::new(titled).into(),
             |values| UntitledSingleSelectEnumSchema::new(values).into(),
         );
-        Ask::new(key, question, read_text)
+        Ask::single_field(key, message, field, read_text)
     }
 
     /// Pre-selects an option (or pre-fills the text field).
@@ -258,14 +265,13 @@ impl Ask<Vec<String>> {
         options: impl IntoIterator<Item = O>,
     ) -> Self {
         let key = key.into();
-        let question = form_with_options(
+        let field = options_field(
             &key,
-            message,
             options,
             |titled| TitledMultiSelectEnumSchema::new(titled).into(),
             |values| UntitledMultiSelectEnumSchema::new(values).into(),
         );
-        Ask::new(key, question, read_choices)
+        Ask::single_field(key, message, field, read_choices)
     }
 
     /// The fewest options the user must select.
@@ -282,14 +288,8 @@ impl Ask<Vec<String>> {
 impl Ask<bool> {
     /// A yes/no confirmation: one checkbox, named after the key.
     pub fn confirm(key: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        let key = key.into();
-        let schema =
-            RequestedSchema::new().required(key.as_ref(), PrimitiveSchemaDefinition::boolean());
-        Ask::new(
-            key,
-            Ok(InputRequest::elicit_form(message, schema)),
-            read_confirm,
-        )
+        let field = Ok(PrimitiveSchemaDefinition::boolean());
+        Ask::single_field(key.into(), message, field, read_confirm)
     }
 }
 
@@ -360,26 +360,23 @@ fn titled(option: Choice) -> (String, String) {
     (option.value, title)
 }
 
-/// A one-field form offering `options`: titled when any option has a title, so the user
+/// The field of a choice among `options`: titled when any option has a title, so the user
 /// sees every title; an empty list is an error, since nothing could be answered.
-fn form_with_options<O: Into<Choice>>(
+fn options_field<O: Into<Choice>>(
     key: &str,
-    message: impl Into<String>,
     options: impl IntoIterator<Item = O>,
     titled_field: impl FnOnce(Vec<(String, String)>) -> PrimitiveSchemaDefinition,
     untitled_field: impl FnOnce(Vec<String>) -> PrimitiveSchemaDefinition,
-) -> Result<InputRequest, Arc<str>> {
+) -> Result<PrimitiveSchemaDefinition, Arc<str>> {
     let options: Vec<Choice> = options.into_iter().map(Into::into).collect();
     if options.is_empty() {
         return Err(Arc::from(format!("the choice {key:?} offers no options")));
     }
-    let field = if options.iter().any(|o| o.title.is_some()) {
+    Ok(if options.iter().any(|o| o.title.is_some()) {
         titled_field(options.into_iter().map(titled).collect())
     } else {
         untitled_field(options.into_iter().map(|o| o.value).collect())
-    };
-    let schema = RequestedSchema::new().required(key, field);
-    Ok(InputRequest::elicit_form(message, schema))
+    })
 }
 
 fn set_items(

@@ -108,30 +108,39 @@ impl Framer {
     }
 }
 
+/// The frames of `chunks` read one after another, as the server's read loop reads them,
+/// then the end of the input: each a line's bytes, or `None` for a line over `max` bytes.
+/// For the tests and the fuzz targets.
+#[cfg(any(test, fuzzing))]
+pub(super) fn split(max: usize, chunks: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
+    let take = |frame: Frame, buf: &[u8]| match frame {
+        Frame::Line(range) => Some(buf[range].to_vec()),
+        Frame::TooLong => None,
+    };
+    let mut framer = Framer::new(max);
+    let mut out = Vec::new();
+    for chunk in chunks {
+        framer.make_room();
+        framer.buf.extend_from_slice(chunk);
+        while let Some(frame) = framer.next_frame() {
+            out.push(take(frame, &framer.buf));
+        }
+    }
+    if let Some(frame) = framer.finish() {
+        out.push(take(frame, &framer.buf));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn frames(max: usize, chunks: &[&[u8]]) -> Vec<Option<String>> {
-        let mut framer = Framer::new(max);
-        let mut out = Vec::new();
-        for chunk in chunks {
-            framer.make_room();
-            framer.buf.extend_from_slice(chunk);
-            while let Some(frame) = framer.next_frame() {
-                out.push(match frame {
-                    Frame::Line(r) => Some(String::from_utf8(framer.buf[r].to_vec()).unwrap()),
-                    Frame::TooLong => None,
-                });
-            }
-        }
-        if let Some(frame) = framer.finish() {
-            out.push(match frame {
-                Frame::Line(r) => Some(String::from_utf8(framer.buf[r].to_vec()).unwrap()),
-                Frame::TooLong => None,
-            });
-        }
-        out
+        split(max, chunks)
+            .into_iter()
+            .map(|line| line.map(|bytes| String::from_utf8(bytes).unwrap()))
+            .collect()
     }
 
     #[test]

@@ -30,27 +30,9 @@ pub use server::{
 #[cfg(feature = "client")]
 pub mod client;
 
-/// The fuzz targets' way into the framer (see `crate::__fuzz`): `chunks` read one after
-/// another, as the server's read loop does, then the end of the input. Each frame is a
-/// line's bytes, or `None` for a line over `max` bytes.
+/// The fuzz targets' way into the framer (see `crate::__fuzz`): the frames of `chunks`, as
+/// `frame::split` reads them.
 #[cfg(all(fuzzing, feature = "server"))]
 pub(crate) fn fuzz_frames(max: usize, chunks: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
-    use frame::{Frame, Framer};
-    let take = |frame: Frame, buf: &[u8]| match frame {
-        Frame::Line(range) => Some(buf[range].to_vec()),
-        Frame::TooLong => None,
-    };
-    let mut framer = Framer::new(max);
-    let mut out = Vec::new();
-    for chunk in chunks {
-        framer.make_room();
-        framer.buf.extend_from_slice(chunk);
-        while let Some(frame) = framer.next_frame() {
-            out.push(take(frame, &framer.buf));
-        }
-    }
-    if let Some(frame) = framer.finish() {
-        out.push(take(frame, &framer.buf));
-    }
-    out
+    frame::split(max, chunks)
 }

@@ -50,7 +50,7 @@ use crate::client::{MessageStream, OutgoingMessage, Transport};
 use crate::{Error, ErrorKind, Result};
 
 use body::{Body, JsonStream, RawBody};
-use service::Pipe;
+use service::{Adapter, Pipe};
 use sse::{Resume, SseStream};
 // The fuzz targets' way into the SSE parser (see `crate::__fuzz`).
 #[cfg(fuzzing)]
@@ -238,7 +238,7 @@ impl HttpTransportBuilder {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        self.service = Some(Pipe::service(service));
+        self.service = Some(Pipe::Service(Arc::new(Adapter(service))));
         self
     }
 

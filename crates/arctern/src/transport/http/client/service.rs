@@ -22,7 +22,9 @@ pub(super) trait DynService: Send + Sync {
     fn call(&self, request: Request<Full<Bytes>>) -> BoxFuture<'static, Result<Response<RawBody>>>;
 }
 
-struct Adapter<S>(S);
+/// A tower service of [`HttpTransportBuilder::service`](super::HttpTransportBuilder::service),
+/// as a [`DynService`].
+pub(super) struct Adapter<S>(pub(super) S);
 
 impl<S, B> DynService for Adapter<S>
 where
@@ -64,21 +66,6 @@ pub(super) enum Pipe {
 }
 
 impl Pipe {
-    pub(super) fn service<S, B>(service: S) -> Self
-    where
-        S: tower_service::Service<Request<Full<Bytes>>, Response = Response<B>>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + 'static,
-        S::Error: Into<BoxError>,
-        B: http_body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
-    {
-        Pipe::Service(Arc::new(Adapter(service)))
-    }
-
     pub(super) async fn send(&self, request: Request<Full<Bytes>>) -> Result<Response<RawBody>> {
         match self {
             Pipe::Pool(pool) => Ok(pool.send(request).await?.map(RawBody::Pool)),
