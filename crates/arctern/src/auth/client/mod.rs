@@ -181,6 +181,18 @@ impl PreRegistered {
         self.issuer = Some(issuer.into());
         self
     }
+
+    /// The credentials this identity stands for at the authorization server `issuer`.
+    fn credentials(&self, issuer: &str) -> Credentials {
+        Credentials {
+            issuer: issuer.to_owned(),
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            token_endpoint_auth_method: self.auth_method.clone(),
+            registration: "pre-registered".into(),
+            ..Credentials::default()
+        }
+    }
 }
 
 /// Enterprise-managed authorization (SEP-990): an identity provider exchanges the person's
@@ -922,14 +934,7 @@ impl OAuth {
         if let Some(p) = &config.pre_registered
             && p.issuer.as_ref().is_none_or(|i| *i == metadata.issuer)
         {
-            return Ok(Credentials {
-                issuer: metadata.issuer.clone(),
-                client_id: p.client_id.clone(),
-                client_secret: p.client_secret.clone(),
-                token_endpoint_auth_method: p.auth_method.clone(),
-                registration: "pre-registered".into(),
-                ..Credentials::default()
-            });
+            return Ok(p.credentials(&metadata.issuer));
         }
         if let Some(c) = &state.credentials
             && c.issuer == metadata.issuer
@@ -1185,14 +1190,7 @@ impl OAuth {
         let p = self.shared.config.pre_registered.as_ref().ok_or_else(|| {
             auth_error("this grant needs a pre-registered client (OAuthBuilder::pre_registered)")
         })?;
-        let client = Credentials {
-            issuer: metadata.issuer.clone(),
-            client_id: p.client_id.clone(),
-            client_secret: p.client_secret.clone(),
-            token_endpoint_auth_method: p.auth_method.clone(),
-            registration: "pre-registered".into(),
-            ..Credentials::default()
-        };
+        let client = p.credentials(&metadata.issuer);
         state.credentials = Some(client.clone());
         self.token_request(
             fetcher,
