@@ -7,14 +7,13 @@ use std::time::Instant;
 
 use opentelemetry::global::{self, BoxedTracer};
 use opentelemetry::metrics::{Histogram, Meter, MeterProvider};
-use opentelemetry::trace::{Link, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
+use opentelemetry::trace::{
+    Link, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
+};
 use opentelemetry::{Context, KeyValue};
 use serde_json::value::RawValue;
 
-use super::{
-    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, TraceFields, TracerKind, attr, error_kind_name,
-    names, seconds_since,
-};
+use super::{MetaExtractor, TraceFields, TracerKind, attr, seconds_since};
 use crate::Error;
 
 /// The client's OpenTelemetry instrumentation: where its tracer and meter come from.
@@ -55,31 +54,22 @@ struct Instruments {
 
 impl Instruments {
     fn new(tracer: BoxedTracer, meter: &Meter, metering: bool) -> Self {
+        let (flow_duration, flow_rounds) = super::flow_histograms(meter);
         Instruments {
             tracer,
             tracer_kind: TracerKind::default(),
             metering,
-            operation: meter
-                .f64_histogram(names::CLIENT_OPERATION_DURATION)
-                .with_unit("s")
-                .with_description("Duration of one MCP request, from sending to the answer")
-                .with_boundaries(DURATION_BUCKETS.to_vec())
-                .build(),
-            flow_duration: meter
-                .f64_histogram(names::FLOW_DURATION)
-                .with_unit("s")
-                .with_description(
-                    "Duration of a multi round-trip flow, from its first round to its last",
-                )
-                .with_boundaries(DURATION_BUCKETS.to_vec())
-                .build(),
-            flow_rounds: meter
-                .u64_histogram(names::FLOW_ROUNDS)
-                .with_unit("{round}")
-                .with_description("Rounds of a multi round-trip flow")
-                .with_boundaries(ROUND_BUCKETS.to_vec())
-                .build(),
+            operation: super::client_operation_histogram(meter),
+            flow_duration,
+            flow_rounds,
         }
+    }
+}
+
+impl Instruments {
+    /// Starts a span of ours under `parent`; returns its context.
+    fn start_span(&self, span: SpanBuilder, parent: Context) -> Context {
+        self.tracer_kind.start(&self.tracer, span, parent)
     }
 }
 
@@ -101,11 +91,8 @@ impl ClientTelemetry {
         P: TracerProvider<Tracer = T>,
         M: MeterProvider,
     {
-        let (tracer, meter, metering) = super::scoped_instruments(tracer_provider, meter_provider);
-        let source = OnceLock::new();
-        let _ = source.set(Instruments::new(tracer, &meter, metering));
         ClientTelemetry {
-            source: Arc::new(source),
+            source: super::scoped_instruments(tracer_provider, meter_provider, Instruments::new),
             flow_spans: true,
         }
     }
@@ -118,10 +105,7 @@ impl ClientTelemetry {
     }
 
     fn instruments(&self) -> &Instruments {
-        self.source.get_or_init(|| {
-            let (tracer, meter, metering) = super::global_instruments();
-            Instruments::new(tracer, &meter, metering)
-        })
+        super::global_instruments(&self.source, Instruments::new)
     }
 }
 
@@ -159,14 +143,69 @@ pub(crate) enum ClientObservation {
     Full(Box<Observed>),
 }
 
+/// A request or a flow being observed: its span's context and its clock.
 pub(crate) struct Observed {
     telemetry: ClientTelemetry,
-    /// Whether `cx` holds a span of ours (else it is the current context).
+    /// Whether `cx` holds a span of ours (else it is the context the span would have had
+    /// as its parent).
     spans: bool,
     metering: bool,
     cx: Context,
     clock: Instant,
+    /// The metric's attributes.
     attributes: Vec<KeyValue>,
+}
+
+impl Observed {
+    /// Starts the clock; `attributes` are the span's, of which the metric takes all but
+    /// the URI (opt-in on metrics).
+    fn begin(
+        telemetry: &ClientTelemetry,
+        spans: bool,
+        metering: bool,
+        cx: Context,
+        mut attributes: Vec<KeyValue>,
+    ) -> Box<Self> {
+        attributes.retain(|kv| kv.key.as_str() != attr::RESOURCE_URI);
+        Box::new(Observed {
+            telemetry: telemetry.clone(),
+            spans,
+            metering,
+            cx,
+            clock: Instant::now(),
+            attributes,
+        })
+    }
+
+    /// Whether the span is ours and records.
+    fn recording(&self) -> bool {
+        self.spans && self.cx.span().is_recording()
+    }
+
+    /// Records a failure: the span's status, `error.type` and, with `status_code`,
+    /// `rpc.response.status_code` (for a JSON-RPC error).
+    fn failed(&mut self, recording: bool, e: &Error, status_code: bool) {
+        let (code, error_type) = super::sent_error_type(e);
+        if let Some(code) = code.filter(|_| status_code) {
+            self.attributes.push(KeyValue::new(attr::STATUS_CODE, code));
+        }
+        self.attributes
+            .push(KeyValue::new(attr::ERROR_TYPE, error_type));
+        if recording {
+            self.cx.span().set_status(Status::error(e.to_string()));
+        }
+    }
+
+    /// Ends the span (if it is ours), with the attributes (if it records).
+    fn end_span(&self, recording: bool) {
+        let span = self.cx.span();
+        if recording {
+            span.set_attributes(self.attributes.iter().cloned());
+        }
+        if self.spans {
+            span.end();
+        }
+    }
 }
 
 impl ClientObservation {
@@ -205,28 +244,14 @@ impl ClientObservation {
             if let Some(round) = round {
                 span_attributes.push(KeyValue::new(attr::ROUND, i64::from(round)));
             }
-            let span = instruments
-                .tracer
-                .span_builder(span_name)
+            let span = SpanBuilder::from_name(span_name)
                 .with_kind(SpanKind::Client)
-                .with_attributes(span_attributes)
-                .start_with_context(&instruments.tracer, &parent);
-            let cx = parent.with_span(span);
-            instruments.tracer_kind.learn(&parent, &cx.span());
-            cx
+                .with_attributes(span_attributes);
+            instruments.start_span(span, parent)
         } else {
             parent
         };
-        // The URI is opt-in on metrics: the span has it, the histogram not.
-        attributes.retain(|kv| kv.key.as_str() != attr::RESOURCE_URI);
-        ClientObservation::Full(Box::new(Observed {
-            telemetry: telemetry.clone(),
-            spans,
-            metering,
-            cx,
-            clock: Instant::now(),
-            attributes,
-        }))
+        ClientObservation::Full(Observed::begin(telemetry, spans, metering, cx, attributes))
     }
 
     /// The request's JSON-RPC id.
@@ -255,9 +280,8 @@ impl ClientObservation {
         let ClientObservation::Full(mut o) = self else {
             return;
         };
-        let span = o.cx.span();
         // Nothing to build for a span that drops it.
-        let recording = o.spans && span.is_recording();
+        let recording = o.recording();
         match outcome {
             Ok(raw) => {
                 if mrtr {
@@ -268,33 +292,14 @@ impl ClientObservation {
                     o.attributes
                         .push(KeyValue::new(attr::ERROR_TYPE, "tool_error"));
                     if recording {
-                        span.set_status(Status::error("The tool reported an error"));
+                        o.cx.span()
+                            .set_status(Status::error("The tool reported an error"));
                     }
                 }
             }
-            Err(e) => {
-                let error_type = match e.protocol_error() {
-                    Some(obj) => {
-                        let code = obj.code.0.to_string();
-                        o.attributes
-                            .push(KeyValue::new(attr::STATUS_CODE, code.clone()));
-                        code
-                    }
-                    None => error_kind_name(e.kind()).to_owned(),
-                };
-                o.attributes
-                    .push(KeyValue::new(attr::ERROR_TYPE, error_type));
-                if recording {
-                    span.set_status(Status::error(e.to_string()));
-                }
-            }
+            Err(e) => o.failed(recording, e, true),
         }
-        if recording {
-            span.set_attributes(o.attributes.iter().cloned());
-        }
-        if o.spans {
-            span.end();
-        }
+        o.end_span(recording);
         if o.metering {
             o.telemetry
                 .instruments()
@@ -314,17 +319,7 @@ pub(crate) enum FlowSpan {
     /// they would under the no-op span.
     Quiet(Context),
     /// The span or the metrics (or both) record.
-    Full(Box<Flow>),
-}
-
-pub(crate) struct Flow {
-    telemetry: ClientTelemetry,
-    /// Whether `cx` holds a span of ours (else it is the flow's parent context).
-    spans: bool,
-    metering: bool,
-    cx: Context,
-    clock: Instant,
-    attributes: Vec<KeyValue>,
+    Full(Box<Observed>),
 }
 
 impl FlowSpan {
@@ -356,28 +351,15 @@ impl FlowSpan {
                 (_, Some(target)) => format!("{method} {target}"),
                 (_, None) => method.to_owned(),
             };
-            let span = instruments
-                .tracer
-                .span_builder(span_name)
+            let span = SpanBuilder::from_name(span_name)
                 .with_kind(SpanKind::Internal)
                 .with_attributes(attributes.clone())
-                .with_links(links)
-                .start_with_context(&instruments.tracer, &parent);
-            let cx = parent.with_span(span);
-            instruments.tracer_kind.learn(&parent, &cx.span());
-            cx
+                .with_links(links);
+            instruments.start_span(span, parent)
         } else {
             parent
         };
-        attributes.retain(|kv| kv.key.as_str() != attr::RESOURCE_URI);
-        FlowSpan::Full(Box::new(Flow {
-            telemetry: telemetry.clone(),
-            spans,
-            metering,
-            cx,
-            clock: Instant::now(),
-            attributes,
-        }))
+        FlowSpan::Full(Observed::begin(telemetry, spans, metering, cx, attributes))
     }
 
     /// The context the flow's rounds run in.
@@ -394,26 +376,16 @@ impl FlowSpan {
         let FlowSpan::Full(mut flow) = self else {
             return;
         };
-        let span = flow.cx.span();
-        let recording = flow.spans && span.is_recording();
+        let recording = flow.recording();
         if let Err(e) = outcome {
-            let error_type = match e.protocol_error() {
-                Some(obj) => obj.code.0.to_string(),
-                None => error_kind_name(e.kind()).to_owned(),
-            };
-            flow.attributes
-                .push(KeyValue::new(attr::ERROR_TYPE, error_type));
-            if recording {
-                span.set_status(Status::error(e.to_string()));
-            }
+            flow.failed(recording, e, false);
         }
         if recording {
-            span.set_attribute(KeyValue::new(attr::FLOW_ROUNDS, i64::from(rounds)));
-            span.set_attributes(flow.attributes.iter().cloned());
+            flow.cx
+                .span()
+                .set_attribute(KeyValue::new(attr::FLOW_ROUNDS, i64::from(rounds)));
         }
-        if flow.spans {
-            span.end();
-        }
+        flow.end_span(recording);
         if flow.metering && rounds > 1 {
             let instruments = flow.telemetry.instruments();
             instruments

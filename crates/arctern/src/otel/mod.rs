@@ -48,17 +48,15 @@ pub use server::{RemoteParent, ServerTelemetry};
 /// The instrumentation scope of every span and instrument arctern makes.
 pub const SCOPE: &str = "arctern";
 
-/// A tracer and a meter in arctern's scope, from these providers, and whether the meter
-/// records (see [`meter_records`]).
+/// The instruments `make` builds from a tracer and a meter in arctern's scope, from these
+/// providers, and whether the meter records (see [`meter_records`]); made now, in the
+/// shared cell a telemetry handle and its clones read.
 #[cfg(any(feature = "server", feature = "client"))]
-fn scoped_instruments<T, P, M>(
+fn scoped_instruments<I, T, P, M>(
     tracer_provider: &P,
     meter_provider: &M,
-) -> (
-    opentelemetry::global::BoxedTracer,
-    opentelemetry::metrics::Meter,
-    bool,
-)
+    make: fn(opentelemetry::global::BoxedTracer, &opentelemetry::metrics::Meter, bool) -> I,
+) -> std::sync::Arc<std::sync::OnceLock<I>>
 where
     T: opentelemetry::trace::Tracer + Send + Sync + 'static,
     T::Span: Send + Sync + 'static,
@@ -70,25 +68,78 @@ where
     ));
     let meter = meter_provider.meter_with_scope(scope());
     let metering = meter_records(meter_provider, &meter);
-    (tracer, meter, metering)
+    std::sync::Arc::new(std::sync::OnceLock::from(make(tracer, &meter, metering)))
 }
 
-/// A tracer and a meter in arctern's scope, from the global providers as they are now, and
-/// whether the meter records (see [`meter_records`]).
+/// The instruments in `source`, which `make` builds at first use from a tracer and a meter
+/// in arctern's scope, from the global providers as they are then, and whether the meter
+/// records (see [`meter_records`]).
 #[cfg(any(feature = "server", feature = "client"))]
-fn global_instruments() -> (
-    opentelemetry::global::BoxedTracer,
-    opentelemetry::metrics::Meter,
-    bool,
-) {
-    let provider = opentelemetry::global::meter_provider();
-    let meter = provider.meter_with_scope(scope());
-    let metering = meter_records(&*provider, &meter);
-    (
-        opentelemetry::global::tracer_with_scope(scope()),
+fn global_instruments<I>(
+    source: &std::sync::OnceLock<I>,
+    make: fn(opentelemetry::global::BoxedTracer, &opentelemetry::metrics::Meter, bool) -> I,
+) -> &I {
+    source.get_or_init(|| {
+        let provider = opentelemetry::global::meter_provider();
+        let meter = provider.meter_with_scope(scope());
+        let metering = meter_records(&*provider, &meter);
+        make(
+            opentelemetry::global::tracer_with_scope(scope()),
+            &meter,
+            metering,
+        )
+    })
+}
+
+/// A histogram of durations in seconds, with the buckets the conventions advise.
+#[cfg(any(feature = "server", feature = "client"))]
+fn seconds_histogram(
+    meter: &opentelemetry::metrics::Meter,
+    name: &'static str,
+    description: &'static str,
+) -> opentelemetry::metrics::Histogram<f64> {
+    meter
+        .f64_histogram(name)
+        .with_unit("s")
+        .with_description(description)
+        .with_boundaries(DURATION_BUCKETS.to_vec())
+        .build()
+}
+
+/// `mcp.client.operation.duration`: a client records it for its requests, a server for the
+/// requests it sends to a 2025-era client.
+#[cfg(any(feature = "server", feature = "client"))]
+fn client_operation_histogram(
+    meter: &opentelemetry::metrics::Meter,
+) -> opentelemetry::metrics::Histogram<f64> {
+    seconds_histogram(
         meter,
-        metering,
+        names::CLIENT_OPERATION_DURATION,
+        "Duration of one MCP request, from sending to the answer",
     )
+}
+
+/// `arctern.mcp.flow.duration` and `arctern.mcp.flow.rounds`, which a client and a server
+/// both record.
+#[cfg(any(feature = "server", feature = "client"))]
+fn flow_histograms(
+    meter: &opentelemetry::metrics::Meter,
+) -> (
+    opentelemetry::metrics::Histogram<f64>,
+    opentelemetry::metrics::Histogram<u64>,
+) {
+    let duration = seconds_histogram(
+        meter,
+        names::FLOW_DURATION,
+        "Duration of a multi round-trip flow, from its first round to its last",
+    );
+    let rounds = meter
+        .u64_histogram(names::FLOW_ROUNDS)
+        .with_unit("{round}")
+        .with_description("Rounds of a multi round-trip flow")
+        .with_boundaries(ROUND_BUCKETS.to_vec())
+        .build();
+    (duration, rounds)
 }
 
 /// Whether `meter` (from `provider`) may record anything: false only for OpenTelemetry's
@@ -140,12 +191,22 @@ impl TracerKind {
         self.0.load(std::sync::atomic::Ordering::Relaxed) == Self::NOOP
     }
 
-    /// Learns from `span`, which the tracer started under `parent`.
-    pub(crate) fn learn(
+    /// Starts the span `builder` describes with `tracer` (the tracer this is the kind of)
+    /// under `parent`, and learns from it; returns the span's context.
+    pub(crate) fn start(
         &self,
-        parent: &opentelemetry::Context,
-        span: &opentelemetry::trace::SpanRef<'_>,
-    ) {
+        tracer: &opentelemetry::global::BoxedTracer,
+        builder: opentelemetry::trace::SpanBuilder,
+        parent: opentelemetry::Context,
+    ) -> opentelemetry::Context {
+        let span = builder.start_with_context(tracer, &parent);
+        let cx = parent.with_span(span);
+        self.learn(&parent, &cx.span());
+        cx
+    }
+
+    /// Learns from `span`, which the tracer started under `parent`.
+    fn learn(&self, parent: &opentelemetry::Context, span: &opentelemetry::trace::SpanRef<'_>) {
         use std::sync::atomic::Ordering::Relaxed;
         if self.0.load(Relaxed) != Self::UNKNOWN {
             return;
@@ -310,6 +371,20 @@ pub(crate) fn error_kind_name(kind: crate::ErrorKind) -> &'static str {
         ErrorKind::Tls => "tls",
         ErrorKind::Auth => "auth",
         _ => "_OTHER",
+    }
+}
+
+/// The `rpc.response.status_code` of a failed request the side that sent it saw (its
+/// JSON-RPC error code, if the peer answered with one) and its `error.type` (that code, or
+/// else the kind of the failure).
+#[cfg(any(feature = "server", feature = "client"))]
+pub(crate) fn sent_error_type(e: &crate::Error) -> (Option<String>, String) {
+    match e.protocol_error() {
+        Some(obj) => {
+            let code = obj.code.0.to_string();
+            (Some(code.clone()), code)
+        }
+        None => (None, error_kind_name(e.kind()).to_owned()),
     }
 }
 

@@ -18,10 +18,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{
-    DURATION_BUCKETS, MetaExtractor, ROUND_BUCKETS, TracerKind, attr, error_kind_name,
-    is_caller_error, names, seconds_since,
-};
+use super::{MetaExtractor, TracerKind, attr, is_caller_error, names, seconds_since};
 use crate::Era;
 use crate::server::connection::{Reply, TransportKind};
 use crate::state::{FlowTrace, INVALID_STATE_MESSAGE, RejectReason};
@@ -85,14 +82,8 @@ pub(crate) struct Instruments {
 
 impl Instruments {
     fn new(tracer: BoxedTracer, meter: &Meter, metering: bool) -> Self {
-        let seconds = |name: &'static str, description: &'static str| {
-            meter
-                .f64_histogram(name)
-                .with_unit("s")
-                .with_description(description)
-                .with_boundaries(DURATION_BUCKETS.to_vec())
-                .build()
-        };
+        let seconds = |name, description| super::seconds_histogram(meter, name, description);
+        let (flow_duration, flow_rounds) = super::flow_histograms(meter);
         Instruments {
             tracer,
             tracer_kind: TracerKind::default(),
@@ -105,20 +96,9 @@ impl Instruments {
                 names::SERVER_SESSION_DURATION,
                 "Duration of an MCP session (2025-era clients)",
             ),
-            outgoing: seconds(
-                names::CLIENT_OPERATION_DURATION,
-                "Duration of one MCP request, from sending to the answer",
-            ),
-            flow_duration: seconds(
-                names::FLOW_DURATION,
-                "Duration of a multi round-trip flow, from its first round to its last",
-            ),
-            flow_rounds: meter
-                .u64_histogram(names::FLOW_ROUNDS)
-                .with_unit("{round}")
-                .with_description("Rounds of a multi round-trip flow")
-                .with_boundaries(ROUND_BUCKETS.to_vec())
-                .build(),
+            outgoing: super::client_operation_histogram(meter),
+            flow_duration,
+            flow_rounds,
             rejected: meter
                 .u64_counter(names::STATE_REJECTED)
                 .with_unit("{state}")
@@ -147,11 +127,8 @@ impl ServerTelemetry {
         P: TracerProvider<Tracer = T>,
         M: MeterProvider,
     {
-        let (tracer, meter, metering) = super::scoped_instruments(tracer_provider, meter_provider);
-        let source = OnceLock::new();
-        let _ = source.set(Instruments::new(tracer, &meter, metering));
         ServerTelemetry {
-            source: Arc::new(source),
+            source: super::scoped_instruments(tracer_provider, meter_provider, Instruments::new),
             remote_parent: RemoteParent::default(),
             link_rounds: true,
         }
@@ -172,10 +149,7 @@ impl ServerTelemetry {
     }
 
     fn instruments(&self) -> &Instruments {
-        self.source.get_or_init(|| {
-            let (tracer, meter, metering) = super::global_instruments();
-            Instruments::new(tracer, &meter, metering)
-        })
+        super::global_instruments(&self.source, Instruments::new)
     }
 }
 
@@ -556,11 +530,10 @@ impl Observed {
             .with_kind(SpanKind::Server)
             .with_start_time(self.start)
             .with_attributes(attributes)
-            .with_links(links)
-            .start_with_context(&instruments.tracer, &parent);
-        let cx = parent.with_span(span);
-        instruments.tracer_kind.learn(&parent, &cx.span());
-        cx
+            .with_links(links);
+        instruments
+            .tracer_kind
+            .start(&instruments.tracer, span, parent)
     }
 
     /// The attributes of both the span and the operation metric.
@@ -816,11 +789,10 @@ impl SessionClock {
                 .tracer
                 .span_builder(method.to_owned())
                 .with_kind(SpanKind::Client)
-                .with_attributes(span_attributes)
-                .start_with_context(&instruments.tracer, &parent);
-            let cx = parent.with_span(span);
-            instruments.tracer_kind.learn(&parent, &cx.span());
-            cx
+                .with_attributes(span_attributes);
+            instruments
+                .tracer_kind
+                .start(&instruments.tracer, span, parent)
         } else {
             parent
         };
@@ -875,13 +847,9 @@ impl Outgoing {
 
     /// Ends the span with the client's answer and records the duration.
     pub(crate) fn finish(mut self, outcome: &Result<Value, crate::Error>) {
-        let error = outcome.as_ref().err().map(|e| match e.protocol_error() {
-            Some(obj) => (
-                Some(obj.code.0.to_string()),
-                obj.code.0.to_string(),
-                e.to_string(),
-            ),
-            None => (None, error_kind_name(e.kind()).to_owned(), e.to_string()),
+        let error = outcome.as_ref().err().map(|e| {
+            let (code, error_type) = super::sent_error_type(e);
+            (code, error_type, e.to_string())
         });
         if let Some(o) = self.0.take() {
             o.end(error);
