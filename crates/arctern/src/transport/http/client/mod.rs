@@ -50,7 +50,7 @@ use crate::client::{MessageStream, OutgoingMessage, Transport};
 use crate::{Error, ErrorKind, Result};
 
 use body::{Body, JsonStream, RawBody};
-use service::{Adapter, Pipe};
+use service::{Pipe, boxed_response, service_error};
 use sse::{Resume, SseStream};
 // The fuzz targets' way into the SSE parser (see `crate::__fuzz`).
 #[cfg(fuzzing)]
@@ -238,7 +238,19 @@ impl HttpTransportBuilder {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        self.service = Some(Pipe::Service(Arc::new(Adapter(service))));
+        // Boxed here, where the service's bounds are stated: one boxed call per request.
+        self.service = Some(Pipe::Service(Arc::new(
+            move |request: Request<Full<Bytes>>| -> BoxFuture<'static, Result<Response<RawBody>>> {
+                let mut service = service.clone();
+                Box::pin(async move {
+                    std::future::poll_fn(|cx| service.poll_ready(cx))
+                        .await
+                        .map_err(service_error)?;
+                    let response = service.call(request).await.map_err(service_error)?;
+                    Ok(boxed_response(response))
+                })
+            },
+        )));
         self
     }
 

@@ -17,41 +17,23 @@ use super::pool::Pool;
 use super::{BoxError, transport_error};
 use crate::{Error, ErrorKind, Result};
 
-/// A tower service of HTTP requests, boxed.
-pub(super) trait DynService: Send + Sync {
-    fn call(&self, request: Request<Full<Bytes>>) -> BoxFuture<'static, Result<Response<RawBody>>>;
-}
+/// A tower service of HTTP requests, boxed: what
+/// [`HttpTransportBuilder::service`](super::HttpTransportBuilder::service) makes of the
+/// service it is given.
+pub(super) type DynService =
+    dyn Fn(Request<Full<Bytes>>) -> BoxFuture<'static, Result<Response<RawBody>>> + Send + Sync;
 
-/// A tower service of [`HttpTransportBuilder::service`](super::HttpTransportBuilder::service),
-/// as a [`DynService`].
-pub(super) struct Adapter<S>(pub(super) S);
-
-impl<S, B> DynService for Adapter<S>
+/// A service's response, its body boxed.
+pub(super) fn boxed_response<B>(response: Response<B>) -> Response<RawBody>
 where
-    S: tower_service::Service<Request<Full<Bytes>>, Response = Response<B>>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError>,
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    fn call(&self, request: Request<Full<Bytes>>) -> BoxFuture<'static, Result<Response<RawBody>>> {
-        let mut service = self.0.clone();
-        Box::pin(async move {
-            poll_fn(|cx| service.poll_ready(cx))
-                .await
-                .map_err(service_error)?;
-            let response = service.call(request).await.map_err(service_error)?;
-            Ok(response.map(|body| RawBody::Boxed(body.map_err(Into::into).boxed_unsync())))
-        })
-    }
+    response.map(|body| RawBody::Boxed(body.map_err(Into::into).boxed_unsync()))
 }
 
 /// A service's error: arctern's own errors (from a wrapped [`Pool`]) keep their kind.
-fn service_error(e: impl Into<BoxError>) -> Error {
+pub(super) fn service_error(e: impl Into<BoxError>) -> Error {
     match e.into().downcast::<Error>() {
         Ok(e) => *e,
         Err(e) => transport_error("the HTTP request failed").with_source(e),
@@ -62,14 +44,14 @@ fn service_error(e: impl Into<BoxError>) -> Error {
 #[derive(Clone)]
 pub(super) enum Pipe {
     Pool(Pool),
-    Service(Arc<dyn DynService>),
+    Service(Arc<DynService>),
 }
 
 impl Pipe {
     pub(super) async fn send(&self, request: Request<Full<Bytes>>) -> Result<Response<RawBody>> {
         match self {
             Pipe::Pool(pool) => Ok(pool.send(request).await?.map(RawBody::Pool)),
-            Pipe::Service(service) => service.call(request).await,
+            Pipe::Service(service) => service(request).await,
         }
     }
 }
