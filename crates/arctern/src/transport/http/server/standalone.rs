@@ -347,10 +347,7 @@ impl<H: Handler> BoundHttpServer<H> {
                                 builder.clone(),
                                 closing.clone(),
                             );
-                            connections.spawn(async move {
-                                serving.await;
-                                drop(slot);
-                            });
+                            spawn_connection(&mut connections, serving, slot);
                             continue;
                         }
                         let serving = serve_connection(
@@ -360,10 +357,7 @@ impl<H: Handler> BoundHttpServer<H> {
                             builder.clone(),
                             closing.clone(),
                         );
-                        connections.spawn(async move {
-                            serving.await;
-                            drop(slot);
-                        });
+                        spawn_connection(&mut connections, serving, slot);
                     }
                     Err(e) if is_per_connection(&e) => {
                         tracing::debug!(error = %e, "a connection failed while being accepted");
@@ -415,6 +409,19 @@ fn warn_about_exposure(local_addr: &SocketAddr, config: &HttpConfig, local_defau
              HttpConfig::allow_host"
         );
     }
+}
+
+/// Serves one accepted connection as a task of `connections`, which holds the connection's
+/// slot until it closes.
+fn spawn_connection(
+    connections: &mut JoinSet<()>,
+    serving: impl Future<Output = ()> + Send + 'static,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) {
+    connections.spawn(async move {
+        serving.await;
+        drop(slot);
+    });
 }
 
 /// Waits for a free connection slot (logging, at most every few seconds, when there is
