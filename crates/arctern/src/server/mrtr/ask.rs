@@ -230,12 +230,7 @@ impl Ask<String> {
         options: impl IntoIterator<Item = O>,
     ) -> Self {
         let key = key.into();
-        let field = options_field(
-            &key,
-            options,
-            |titled| TitledSingleSelectEnumSchema::new(titled).into(),
-            |values| UntitledSingleSelectEnumSchema::new(values).into(),
-        );
+        let field = options_field(&key, options, Select::One);
         Ask::single_field(key, message, field, read_text)
     }
 
@@ -265,12 +260,7 @@ impl Ask<Vec<String>> {
         options: impl IntoIterator<Item = O>,
     ) -> Self {
         let key = key.into();
-        let field = options_field(
-            &key,
-            options,
-            |titled| TitledMultiSelectEnumSchema::new(titled).into(),
-            |values| UntitledMultiSelectEnumSchema::new(values).into(),
-        );
+        let field = options_field(&key, options, Select::Many);
         Ask::single_field(key, message, field, read_choices)
     }
 
@@ -360,22 +350,36 @@ fn titled(option: Choice) -> (String, String) {
     (option.value, title)
 }
 
+/// How many options a choice takes.
+#[derive(Clone, Copy)]
+enum Select {
+    One,
+    Many,
+}
+
 /// The field of a choice among `options`: titled when any option has a title, so the user
 /// sees every title; an empty list is an error, since nothing could be answered.
 fn options_field<O: Into<Choice>>(
     key: &str,
     options: impl IntoIterator<Item = O>,
-    titled_field: impl FnOnce(Vec<(String, String)>) -> PrimitiveSchemaDefinition,
-    untitled_field: impl FnOnce(Vec<String>) -> PrimitiveSchemaDefinition,
+    select: Select,
 ) -> Result<PrimitiveSchemaDefinition, Arc<str>> {
     let options: Vec<Choice> = options.into_iter().map(Into::into).collect();
     if options.is_empty() {
         return Err(Arc::from(format!("the choice {key:?} offers no options")));
     }
     Ok(if options.iter().any(|o| o.title.is_some()) {
-        titled_field(options.into_iter().map(titled).collect())
+        let options: Vec<(String, String)> = options.into_iter().map(titled).collect();
+        match select {
+            Select::One => TitledSingleSelectEnumSchema::new(options).into(),
+            Select::Many => TitledMultiSelectEnumSchema::new(options).into(),
+        }
     } else {
-        untitled_field(options.into_iter().map(|o| o.value).collect())
+        let values: Vec<String> = options.into_iter().map(|o| o.value).collect();
+        match select {
+            Select::One => UntitledSingleSelectEnumSchema::new(values).into(),
+            Select::Many => UntitledMultiSelectEnumSchema::new(values).into(),
+        }
     })
 }
 
@@ -489,5 +493,58 @@ pub(crate) fn check(question: &InputRequest, response: &InputResponse) -> Result
                 InputRequestKind::Roots => "a list of roots",
             }
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one field of a single-field question.
+    fn field<A>(ask: &Ask<A>) -> &PrimitiveSchemaDefinition {
+        match ask.request() {
+            Ok(InputRequest::Elicit(e)) => match &e.params {
+                ElicitRequestParams::Form(form) => {
+                    form.requested_schema.properties.get(ask.key()).unwrap()
+                }
+                _ => panic!("not a form"),
+            },
+            _ => panic!("not an elicitation"),
+        }
+    }
+
+    #[test]
+    fn choices_are_single_or_multi_select_titled_when_any_option_has_a_title() {
+        let untitled = ["a", "b"];
+        let titled = [("a", "A"), ("b", "B")];
+        assert!(matches!(
+            field(&Ask::choice("k", "m", untitled)),
+            PrimitiveSchemaDefinition::Enum(EnumSchema::SingleSelect(
+                SingleSelectEnumSchema::Untitled(_)
+            ))
+        ));
+        assert!(matches!(
+            field(&Ask::choice("k", "m", titled)),
+            PrimitiveSchemaDefinition::Enum(EnumSchema::SingleSelect(
+                SingleSelectEnumSchema::Titled(_)
+            ))
+        ));
+        assert!(matches!(
+            field(&Ask::choices("k", "m", untitled)),
+            PrimitiveSchemaDefinition::Enum(EnumSchema::MultiSelect(
+                MultiSelectEnumSchema::Untitled(_)
+            ))
+        ));
+        assert!(matches!(
+            field(&Ask::choices("k", "m", titled)),
+            PrimitiveSchemaDefinition::Enum(EnumSchema::MultiSelect(
+                MultiSelectEnumSchema::Titled(_)
+            ))
+        ));
+        let empty: [&str; 0] = [];
+        assert_eq!(
+            Ask::choices("k", "m", empty).request().unwrap_err(),
+            "the choice \"k\" offers no options"
+        );
     }
 }
