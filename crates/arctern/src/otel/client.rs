@@ -105,7 +105,8 @@ impl ClientTelemetry {
     }
 
     fn instruments(&self) -> &Instruments {
-        super::global_instruments(&self.source, Instruments::new)
+        self.source
+            .get_or_init(|| super::global_instruments(Instruments::new))
     }
 }
 

@@ -71,24 +71,21 @@ where
     std::sync::Arc::new(std::sync::OnceLock::from(make(tracer, &meter, metering)))
 }
 
-/// The instruments in `source`, which `make` builds at first use from a tracer and a meter
-/// in arctern's scope, from the global providers as they are then, and whether the meter
-/// records (see [`meter_records`]).
+/// The instruments `make` builds from a tracer and a meter in arctern's scope, from the
+/// global providers as they are now, and whether the meter records (see
+/// [`meter_records`]).
 #[cfg(any(feature = "server", feature = "client"))]
 fn global_instruments<I>(
-    source: &std::sync::OnceLock<I>,
     make: fn(opentelemetry::global::BoxedTracer, &opentelemetry::metrics::Meter, bool) -> I,
-) -> &I {
-    source.get_or_init(|| {
-        let provider = opentelemetry::global::meter_provider();
-        let meter = provider.meter_with_scope(scope());
-        let metering = meter_records(&*provider, &meter);
-        make(
-            opentelemetry::global::tracer_with_scope(scope()),
-            &meter,
-            metering,
-        )
-    })
+) -> I {
+    let provider = opentelemetry::global::meter_provider();
+    let meter = provider.meter_with_scope(scope());
+    let metering = meter_records(&*provider, &meter);
+    make(
+        opentelemetry::global::tracer_with_scope(scope()),
+        &meter,
+        metering,
+    )
 }
 
 /// A histogram of durations in seconds, with the buckets the conventions advise.
@@ -206,7 +203,11 @@ impl TracerKind {
     }
 
     /// Learns from `span`, which the tracer started under `parent`.
-    fn learn(&self, parent: &opentelemetry::Context, span: &opentelemetry::trace::SpanRef<'_>) {
+    pub(crate) fn learn(
+        &self,
+        parent: &opentelemetry::Context,
+        span: &opentelemetry::trace::SpanRef<'_>,
+    ) {
         use std::sync::atomic::Ordering::Relaxed;
         if self.0.load(Relaxed) != Self::UNKNOWN {
             return;

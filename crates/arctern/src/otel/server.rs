@@ -149,7 +149,8 @@ impl ServerTelemetry {
     }
 
     fn instruments(&self) -> &Instruments {
-        super::global_instruments(&self.source, Instruments::new)
+        self.source
+            .get_or_init(|| super::global_instruments(Instruments::new))
     }
 }
 
@@ -530,10 +531,11 @@ impl Observed {
             .with_kind(SpanKind::Server)
             .with_start_time(self.start)
             .with_attributes(attributes)
-            .with_links(links);
-        instruments
-            .tracer_kind
-            .start(&instruments.tracer, span, parent)
+            .with_links(links)
+            .start_with_context(&instruments.tracer, &parent);
+        let cx = parent.with_span(span);
+        instruments.tracer_kind.learn(&parent, &cx.span());
+        cx
     }
 
     /// The attributes of both the span and the operation metric.
