@@ -513,34 +513,38 @@ mod tests {
         }
     }
 
+    /// Which select schema a field is.
+    fn select(field: &PrimitiveSchemaDefinition) -> &'static str {
+        match field {
+            PrimitiveSchemaDefinition::Enum(EnumSchema::SingleSelect(s)) => match s {
+                SingleSelectEnumSchema::Untitled(_) => "one, untitled",
+                SingleSelectEnumSchema::Titled(_) => "one, titled",
+            },
+            PrimitiveSchemaDefinition::Enum(EnumSchema::MultiSelect(s)) => match s {
+                MultiSelectEnumSchema::Untitled(_) => "many, untitled",
+                MultiSelectEnumSchema::Titled(_) => "many, titled",
+            },
+            _ => "not a select",
+        }
+    }
+
     #[test]
     fn choices_are_single_or_multi_select_titled_when_any_option_has_a_title() {
         let untitled = ["a", "b"];
         let titled = [("a", "A"), ("b", "B")];
-        assert!(matches!(
-            field(&Ask::choice("k", "m", untitled)),
-            PrimitiveSchemaDefinition::Enum(EnumSchema::SingleSelect(
-                SingleSelectEnumSchema::Untitled(_)
-            ))
-        ));
-        assert!(matches!(
-            field(&Ask::choice("k", "m", titled)),
-            PrimitiveSchemaDefinition::Enum(EnumSchema::SingleSelect(
-                SingleSelectEnumSchema::Titled(_)
-            ))
-        ));
-        assert!(matches!(
-            field(&Ask::choices("k", "m", untitled)),
-            PrimitiveSchemaDefinition::Enum(EnumSchema::MultiSelect(
-                MultiSelectEnumSchema::Untitled(_)
-            ))
-        ));
-        assert!(matches!(
-            field(&Ask::choices("k", "m", titled)),
-            PrimitiveSchemaDefinition::Enum(EnumSchema::MultiSelect(
-                MultiSelectEnumSchema::Titled(_)
-            ))
-        ));
+        assert_eq!(
+            select(field(&Ask::choice("k", "m", untitled))),
+            "one, untitled"
+        );
+        assert_eq!(select(field(&Ask::choice("k", "m", titled))), "one, titled");
+        assert_eq!(
+            select(field(&Ask::choices("k", "m", untitled))),
+            "many, untitled"
+        );
+        assert_eq!(
+            select(field(&Ask::choices("k", "m", titled))),
+            "many, titled"
+        );
         let empty: [&str; 0] = [];
         assert_eq!(
             Ask::choices("k", "m", empty).request().unwrap_err(),
