@@ -12,31 +12,31 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
-echo "== Python reference SDK (mcp 2.3.0) for the interop tests"
+echo "== Python reference SDK (mcp 2.3.0) for the interop tests (+${SECONDS}s)"
 ARCTERN_PYTHON="$(scripts/python-env.sh)"
 # Here a missing virtualenv fails the interop tests instead of skipping them.
 export ARCTERN_PYTHON ARCTERN_REQUIRE_PYTHON=1
 
-echo "== cargo test"
+echo "== cargo test (+${SECONDS}s)"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 
 [ "$quick" = 1 ] && exit 0
 
-echo "== fleet: nginx, HAProxy, Redis and three instances on loopback (fetches the packages into a cache when missing)"
+echo "== fleet: nginx, HAProxy, Redis and three instances on loopback (fetches the packages into a cache when missing) (+${SECONDS}s)"
 scripts/fleet.sh test
 
-echo "== conformance: server leg, 2026-07-28 wire"
+echo "== conformance: server leg, 2026-07-28 wire (+${SECONDS}s)"
 scripts/conformance.sh server 2026-07-28
 
-echo "== conformance: server leg, 2025-11-25 wire (legacy era)"
+echo "== conformance: server leg, 2025-11-25 wire (legacy era) (+${SECONDS}s)"
 scripts/conformance.sh server 2025-11-25
 
-echo "== conformance: client leg, 2026-07-28 wire"
+echo "== conformance: client leg, 2026-07-28 wire (+${SECONDS}s)"
 scripts/conformance.sh client 2026-07-28
 
-echo "== conformance: client leg, 2025-11-25 wire (legacy era)"
+echo "== conformance: client leg, 2025-11-25 wire (legacy era) (+${SECONDS}s)"
 scripts/conformance.sh client 2025-11-25
 
-echo "== conformance: client leg, extension scenarios (OAuth client credentials, enterprise-managed, DPoP, WIF)"
+echo "== conformance: client leg, extension scenarios (OAuth client credentials, enterprise-managed, DPoP, WIF) (+${SECONDS}s)"
 scripts/conformance.sh client extensions
