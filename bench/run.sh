@@ -51,7 +51,8 @@
 #                               per stream, and publish-to-delivery time on all of them
 #                               (arctern, rmcp, typescript; the Python reference is not run)
 #                      micro    criterion: envelope parse/serialize, seal, unseal
-#   --no-build       use the binaries already built
+#   --no-build       use the binaries already built (the micro-benchmarks are still
+#                    compiled, unpinned, if out of date)
 #   --out            where results go (default: bench/results)
 #
 # Environment: SERVER_CPU (default 0), LOAD_CPU (default 1), BENCH_PORT_BASE (default
@@ -383,6 +384,9 @@ if has "$SCENARIOS" micro; then
     else
         MICRO_TIMES=(--warm-up-time 1 --measurement-time 3)
     fi
+    # Built here too, unpinned, when out of date (also with --no-build: `cargo bench` has no
+    # run-only mode, and compiling inside the pinned run below would take one core for minutes).
+    cargo bench --manifest-path "$BENCH_DIR/Cargo.toml" --bench micro --no-run --quiet || FAILED=1
     taskset -c "$SERVER_CPU" cargo bench --manifest-path "$BENCH_DIR/Cargo.toml" \
         --bench micro -- --noplot "${MICRO_TIMES[@]}" 2>&1 | grep -E '^[a-z]+/|time:' >&2 || FAILED=1
     CRITERION_ARGS=(--criterion "$BENCH_DIR/target/criterion")
