@@ -1,7 +1,9 @@
 //! Correctness only: every Rust server of the benchmark and the TypeScript SDK's server
 //! honour the benchmark contract, as checked by the load generator itself (it exits non-zero
-//! on any wrong reply), including the open-streams variant, and the floor moves the same
-//! bytes as an HTTP echo call. Short runs; nothing here looks at how fast anything is.
+//! on any wrong reply), including the open-streams variant; the floor moves the same bytes
+//! as an HTTP echo call; and the load generator takes a keep-alive connection that the
+//! server closes the way nginx does as no error. Short runs; nothing here looks at how fast
+//! anything is.
 //!
 //! The TypeScript test installs the pinned SDK on first use (`typescript/env.sh`, into a
 //! cache outside the checkout, from npm); it is skipped, saying so, only when Node.js or npm
@@ -10,6 +12,8 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Child, Command};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 
 use arctern_bench::floor;
@@ -180,13 +184,18 @@ fn the_ceiling_answers_echo_replies() {
 }
 
 /// Reads one HTTP/1.1 message framed by `content-length` (all the framing the benchmark's
-/// messages use) and returns its bytes.
-fn read_http_message(stream: &mut impl Read) -> Vec<u8> {
+/// messages use) and returns its bytes; `None` when the peer closed the connection before a
+/// message began.
+fn read_http_message(stream: &mut impl Read) -> Option<Vec<u8>> {
     let mut message = Vec::new();
     let mut byte = [0u8; 1];
     while !message.ends_with(b"\r\n\r\n") {
-        stream.read_exact(&mut byte).unwrap();
-        message.push(byte[0]);
+        // A reset counts as a close: the load generator may drop a connection at any time.
+        match stream.read(&mut byte).unwrap_or(0) {
+            0 if message.is_empty() => return None,
+            0 => panic!("the connection closed inside a message head"),
+            _ => message.push(byte[0]),
+        }
     }
     let head = String::from_utf8(message.clone()).unwrap();
     let length: usize = head
@@ -200,7 +209,7 @@ fn read_http_message(stream: &mut impl Read) -> Vec<u8> {
     let start = message.len();
     message.resize(start + length, 0);
     stream.read_exact(&mut message[start..]).unwrap();
-    message
+    Some(message)
 }
 
 /// Lines of an HTTP head with the `date` header's value blanked.
@@ -225,9 +234,9 @@ fn the_floor_moves_the_bytes_of_an_http_echo_call() {
     let captured = thread::spawn(move || {
         let (mut client, _) = relay.accept().unwrap();
         let mut upstream = TcpStream::connect(("127.0.0.1", ceiling_port)).unwrap();
-        let request = read_http_message(&mut client);
+        let request = read_http_message(&mut client).expect("a request");
         upstream.write_all(&request).unwrap();
-        let response = read_http_message(&mut upstream);
+        let response = read_http_message(&mut upstream).expect("a response");
         client.write_all(&response).unwrap();
         // The rest of the run passes through untouched.
         let (mut client_in, mut upstream_out) =
@@ -255,6 +264,95 @@ fn the_floor_moves_the_bytes_of_an_http_echo_call() {
         String::from_utf8_lossy(&without_date(&response)),
         String::from_utf8_lossy(&without_date(&expected.response)),
         "the floor's response differs from the ceiling's"
+    );
+}
+
+/// A relay in front of the ceiling that ends every client connection the way nginx ends a
+/// keep-alive connection after `keepalive_requests` replies: the last reply carries
+/// `Connection: close`, then the connection closes. Here that is every third reply.
+struct ClosingRelay {
+    addr: String,
+    connections: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    accepting: Option<thread::JoinHandle<()>>,
+}
+
+impl ClosingRelay {
+    const REPLIES_PER_CONNECTION: usize = 3;
+
+    fn start(upstream_port: u16) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepting = thread::spawn({
+            let (connections, stop) = (connections.clone(), stop.clone());
+            move || {
+                for client in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    connections.fetch_add(1, Ordering::SeqCst);
+                    let client = client.unwrap();
+                    thread::spawn(move || Self::relay(client, upstream_port));
+                }
+            }
+        });
+        ClosingRelay {
+            addr,
+            connections,
+            stop,
+            accepting: Some(accepting),
+        }
+    }
+
+    fn relay(mut client: TcpStream, upstream_port: u16) {
+        let mut upstream = TcpStream::connect(("127.0.0.1", upstream_port)).unwrap();
+        for reply in 1..=Self::REPLIES_PER_CONNECTION {
+            let Some(request) = read_http_message(&mut client) else {
+                return;
+            };
+            upstream.write_all(&request).unwrap();
+            let mut response = read_http_message(&mut upstream).expect("a response");
+            if reply == Self::REPLIES_PER_CONNECTION {
+                let status_line_end = response.windows(2).position(|w| w == b"\r\n").unwrap();
+                response.splice(
+                    status_line_end + 2..status_line_end + 2,
+                    b"connection: close\r\n".iter().copied(),
+                );
+            }
+            if client.write_all(&response).is_err() {
+                return;
+            }
+        }
+        let _ = client.shutdown(Shutdown::Both);
+    }
+}
+
+impl Drop for ClosingRelay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(&self.addr);
+        if let Some(accepting) = self.accepting.take() {
+            let _ = accepting.join();
+        }
+    }
+}
+
+#[test]
+fn a_request_the_closed_connection_never_took_goes_out_on_a_new_one() {
+    let ceiling_port = free_port();
+    let _ceiling = start(&[env!("CARGO_BIN_EXE_ceiling")], ceiling_port, None);
+    let relay = ClosingRelay::start(ceiling_port);
+    // `load` exits non-zero on any error: before the fix, the request after each
+    // `Connection: close` went to the closed connection and counted as one.
+    let addr = relay.addr.as_str();
+    load(&["http", "--addr", addr, "--mode", "echo", "--conns", "2"]);
+    let connections = relay.connections.load(Ordering::SeqCst);
+    assert!(
+        connections > 10,
+        "the relay closed only {connections} connections, too few to test reconnection"
     );
 }
 
