@@ -18,8 +18,9 @@ ARCTERN_PYTHON="$(scripts/python-env.sh)"
 export ARCTERN_PYTHON ARCTERN_REQUIRE_PYTHON=1
 
 echo "== cargo test (+${SECONDS}s)"
-cargo test --workspace --all-targets
-cargo test --workspace --doc
+# One invocation for every target and the doc tests: `--doc` run on its own builds the
+# proc-macro dependencies with another profile and so recompiles everything above them.
+cargo test --workspace
 
 [ "$quick" = 1 ] && exit 0
 
