@@ -7,7 +7,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use arctern_types::schema_check::validate_for;
+use arctern_fixtures::schema_check::validate_for;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;

@@ -81,10 +81,6 @@ pub mod version;
 
 mod util;
 
-#[cfg(feature = "schema-check")]
-#[doc(hidden)]
-pub mod schema_check;
-
 pub use base::{
     BaseMetadata, Cacheable, CacheableResult, GenericNotification, GenericRequest, GenericResult,
     Icons, NotificationMeta, NotificationParams, PaginatedRequest, PaginatedRequestParams,

@@ -1,6 +1,7 @@
 //! The legacy types validate against the 2025-11-25 and 2025-06-18 schemas, round-trip, and
 //! 2026-07-28 results in their legacy shape validate as legacy results.
 
+use arctern_fixtures::schema_check::validate_for;
 use arctern_types::legacy::{
     self, ElicitRequestUrlParams as LegacyUrlParams, ElicitationCompleteNotification,
     ElicitationCompleteNotificationParams, EmptyResult, InitializeRequest, InitializeRequestParams,
@@ -9,7 +10,6 @@ use arctern_types::legacy::{
     SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest,
     UnsubscribeRequestParams,
 };
-use arctern_types::schema_check::validate_for;
 use arctern_types::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

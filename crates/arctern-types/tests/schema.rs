@@ -6,9 +6,9 @@ mod common;
 
 use std::collections::BTreeSet;
 
+use arctern_fixtures::schema_check::{self, validate, validate_for};
 use arctern_types::error::{self, UnsupportedProtocolVersionData};
 use arctern_types::methods::{self, RequestMethod};
-use arctern_types::schema_check::{self, validate, validate_for};
 use arctern_types::*;
 use serde::Serialize;
 use serde_json::{Value, json};

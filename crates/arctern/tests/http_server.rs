@@ -14,7 +14,7 @@ use arctern::server::extract::{Args, State};
 use arctern::server::mrtr::{Answer, Ask, AskContext, NoArgs, NotYet, Question};
 use arctern::server::{McpHandler, McpServer, Principal, RequestContext, Server, ToolSpec};
 use arctern::transport::http::{HttpConfig, HttpServer};
-use arctern_types::schema_check::validate_for;
+use arctern_fixtures::schema_check::validate_for;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use http_body_util::{BodyExt, Full};

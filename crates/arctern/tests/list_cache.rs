@@ -22,7 +22,7 @@ use arctern::types::resources::{
 };
 use arctern::types::result::CacheScope;
 use arctern::types::tools::{ListToolsRequestParams, ListToolsResult, Tool};
-use arctern_types::schema_check::validate_for;
+use arctern_fixtures::schema_check::validate_for;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -111,7 +111,7 @@ impl Driver {
                 };
                 let v: Value = serde_json::from_slice(&body).unwrap();
                 assert_eq!(v["id"], id);
-                arctern::types::schema_check::validate_for(
+                arctern_fixtures::schema_check::validate_for(
                     "2026-07-28",
                     if v.get("error").is_some() {
                         "JSONRPCErrorResponse"

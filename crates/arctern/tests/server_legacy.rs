@@ -17,11 +17,11 @@ use arctern::server::{
 };
 use arctern::transport::http::{HttpConfig, HttpServer};
 use arctern::transport::stdio::StdioServer;
+use arctern_fixtures::schema_check::validate_for;
 use arctern_types::capabilities::{ResourcesCapability, ToolsCapability};
 use arctern_types::elicitation::{PrimitiveSchemaDefinition, RequestedSchema};
 use arctern_types::mrtr::{InputRequest, InputRequiredResult, InputResponse};
 use arctern_types::resources::{ReadResourceRequestParams, ReadResourceResult};
-use arctern_types::schema_check::validate_for;
 use arctern_types::tools::{
     CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult,
 };

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use arctern::server::extract::Args;
 use arctern::server::{McpHandler, McpServer, RequestContext, Server, ToolSpec};
 use arctern::transport::stdio::StdioServer;
-use arctern_types::schema_check::validate_for;
+use arctern_fixtures::schema_check::validate_for;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 /// The directory of the official 2026-07-28 wire examples.
 pub fn examples_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/examples/2026-07-28")
+    arctern_fixtures::examples_dir("2026-07-28")
 }
 
 /// One example file.

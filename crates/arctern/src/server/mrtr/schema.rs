@@ -216,7 +216,7 @@ mod tests {
             .map(|r| r.as_str().unwrap())
             .collect();
         assert!(required.contains(&"name") && !required.contains(&"rush"));
-        arctern_types::schema_check::validate_for(
+        arctern_fixtures::schema_check::validate_for(
             "2026-07-28",
             "ElicitRequestFormParams",
             &serde_json::json!({
