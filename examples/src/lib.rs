@@ -1,6 +1,10 @@
 //! Helpers shared by the examples (argument parsing, logging, serving until Ctrl-C), and the
 //! pieces of the examples that their tests use too: three middleware
 //! ([`middleware`]) and a Unix-socket transport ([`unix_socket`]).
+//!
+//! This unpublished crate also holds the doc tests of every README: the crates.io pages must
+//! not read outside their packages, so the code they show is compiled from here (`cargo test
+//! -p arctern-examples --doc`).
 
 use arctern::server::{Handler, Server};
 use arctern::transport::http::HttpServer;
@@ -59,4 +63,26 @@ pub fn init_logging() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
+}
+
+/// The READMEs, whose Rust blocks `cargo test` compiles (and runs, unless `no_run`).
+#[cfg(doctest)]
+mod readmes {
+    #[doc = include_str!("../../README.md")]
+    struct Repository;
+
+    #[doc = include_str!("../../crates/arctern/README.md")]
+    struct Arctern;
+
+    #[doc = include_str!("../../crates/arctern-types/README.md")]
+    struct ArcternTypes;
+
+    #[doc = include_str!("../../crates/arctern-macros/README.md")]
+    struct ArcternMacros;
+
+    #[doc = include_str!("../../crates/arctern-redis/README.md")]
+    struct ArcternRedis;
+
+    #[doc = include_str!("../../crates/arctern-cli/README.md")]
+    struct ArcternCli;
 }

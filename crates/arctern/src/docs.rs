@@ -1,4 +1,16 @@
 //! Long-form guides.
+//!
+//! | guide | what it covers |
+//! | --- | --- |
+//! | [`mrtr`] | multi round-trip requests: questions, answers, rounds, both eras |
+//! | [`tasks`] | long-running tools as tasks (the tasks extension) |
+//! | [`request_state`] | what sealed request state protects, and how |
+//! | [`authorization`] | OAuth 2.1 for servers and clients |
+//! | [`fleet`] | many instances behind a load balancer: keys, rotation, notifications |
+//! | [`observability`] | OpenTelemetry traces and metrics |
+//! | [`hosts`] | using a server from Claude Desktop, Claude Code, Cursor, VS Code and the MCP Inspector |
+//! | [`migrating_from_rmcp`] | rmcp 3.x, side by side with arctern |
+//! | [`migrating_from_python`] | the Python SDK 2.x, side by side with arctern |
 
 pub mod mrtr {
     #![doc = include_str!("../docs/mrtr.md")]
@@ -25,4 +37,19 @@ pub mod fleet {
 #[cfg(feature = "otel")]
 pub mod observability {
     #![doc = include_str!("../docs/observability.md")]
+}
+
+#[cfg(feature = "http")]
+pub mod hosts {
+    #![doc = include_str!("../docs/hosts.md")]
+}
+
+#[cfg(all(feature = "http", feature = "stdio"))]
+pub mod migrating_from_rmcp {
+    #![doc = include_str!("../docs/migrating-from-rmcp.md")]
+}
+
+#[cfg(all(feature = "http", feature = "stdio"))]
+pub mod migrating_from_python {
+    #![doc = include_str!("../docs/migrating-from-python.md")]
 }

@@ -4,6 +4,8 @@
 //!   server, and the client side).
 //! - [`stdio`]: newline-delimited JSON over stdin/stdout (a server, and a client that spawns
 //!   the server as a child process).
+//! - [`memory`]: a client and a server in the same process, every message encoded and
+//!   parsed as on a wire (the test kit's transport).
 
 #[cfg(feature = "http")]
 pub mod http;

@@ -32,7 +32,8 @@ pub(crate) enum Run<R> {
     label = "not a handler",
     note = "a handler is `async fn(E1, E2, ..) -> R` (at most 12 parameters), each `E` an extractor such as `Args<T>`, `State<S>`, `RequestContext`, `Answer<Q>`, `Questions`",
     note = "the future must be `Send + 'static`: don't hold a reference to a parameter or a non-`Send` value (an `Rc`, a `MutexGuard`) across an `.await`",
-    note = "the return type must turn into the call's result: `IntoToolResult`, `IntoPromptResult` or `IntoReadResult`"
+    note = "the return type must turn into the call's result: `IntoToolResult`, `IntoPromptResult` or `IntoReadResult`",
+    note = "a `#[derive(JsonSchema)]` from another major version of `schemars` than arctern's (`arctern::schemars`, 1.x) makes `Args<T>` no extractor: use `schemars = \"1\"`"
 )]
 pub trait HandlerFn<T, S>: Clone + Send + Sync + Sized + 'static {
     /// The function's return type.

@@ -27,7 +27,8 @@ use crate::server::tasks::TaskSupport;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a tool handler",
     label = "not a tool result",
-    note = "a tool handler returns `String`, `&'static str`, `()`, `ContentBlock`, `Vec<ContentBlock>`, `Json<T>`, `CallToolResult`, `Outcome<CallToolResult>`, or a `Result` of one of them with any `E: Display` (such as `anyhow::Error`)"
+    note = "a tool handler returns `String`, `&'static str`, `()`, `ContentBlock`, `Vec<ContentBlock>`, `Json<T>`, `CallToolResult`, `Outcome<CallToolResult>`, or a `Result` of one of them with any `E: Display` (such as `anyhow::Error`)",
+    note = "`Json<T>` needs `T: JsonSchema` from arctern's `schemars` (`arctern::schemars`, 1.x): a derive from another major version does not count"
 )]
 pub trait IntoToolResult: Send + 'static {
     /// Converts into the protocol result.

@@ -1,9 +1,11 @@
-//! Streamable HTTP (MCP 2026-07-28).
+//! Streamable HTTP: MCP 2026-07-28, and the 2025 revisions on the same endpoint.
 //!
 //! Every client message is one `POST` to the MCP endpoint; the answer is a single JSON body,
 //! an SSE stream (request-scoped notifications, then the final response), or `202 Accepted`
-//! for a notification. There are no sessions and no `GET` stream: closing a response stream
-//! cancels its request.
+//! for a notification. On 2026-07-28 there are no sessions and no `GET` stream: closing a
+//! response stream cancels its request. A 2025-era client that sends `initialize` gets a
+//! session instead (`Mcp-Session-Id`, the `GET` stream with `Last-Event-ID` resumption,
+//! `DELETE`), tuned by the server's `LegacyConfig`.
 //!
 //! # Server
 //!
