@@ -8,7 +8,7 @@
 //!
 //! Tools are plain async functions whose parameters are [extractors](server::extract):
 //! [`Args<T>`](server::extract::Args) for the arguments (its JSON Schema, derived with
-//! [`schemars`], is the tool's `inputSchema`), [`State<S>`](server::extract::State),
+//! `schemars`, is the tool's `inputSchema`), [`State<S>`](server::extract::State),
 //! [`RequestContext`](server::RequestContext), and the answers of multi round-trip requests,
 //! [`Answer<Q>`](server::mrtr::Answer) and [`AnswerOutcome<Q>`](server::mrtr::AnswerOutcome).
 //! A tool that needs something only the user has asks for it as a parameter: the server
@@ -117,8 +117,8 @@
 //! ```
 //!
 //! `#[derive(JsonSchema)]` must come from the same major version of `schemars` as arctern's,
-//! re-exported as [`arctern::schemars`](schemars): with another one, a handler "is not a
-//! handler" to the compiler.
+//! re-exported as `arctern::schemars`: with another one, a handler "is not a handler" to
+//! the compiler.
 //!
 //! # Cargo features
 //!
