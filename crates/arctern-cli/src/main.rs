@@ -61,6 +61,7 @@ mod sampling;
 mod sanitize;
 mod serve;
 mod session;
+mod suggest;
 mod task_view;
 mod telemetry;
 
@@ -69,11 +70,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use arctern::client::Client;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::exit::{Exit, Failure};
 use crate::output::Format;
-use crate::session::{AnswerArgs, ConnectArgs, Endpoint, Session, split_target};
+use crate::session::{AnswerArgs, CapabilityArgs, ConnectArgs, Endpoint, Session, split_target};
 
 /// The exit codes, as `--help` shows them.
 const EXIT_CODES: &str = "\
@@ -103,7 +104,13 @@ Answering without a terminal:
   does not fit fails with exit code 2, and so does one the server asks again for, with the
   server's reason. URL questions take accept, decline or cancel. --decline KEY declines. A
   question without either, when stdin is not a terminal, fails at once with exit code 4,
-  naming its key and expected schema.";
+  naming its key and expected schema.
+
+  A 2025 server's question keys are its request ids (0, 1, ...), which change with what it
+  asked before (--root alone can shift them). Name a question by its place instead: @1 is
+  the first question of the command, @2 the second, in the order they are asked:
+    --answer @1='{\"name\":\"Ada\"}' --decline @2
+  A key matches before a place; a question asked again under the same key keeps its place.";
 
 #[derive(Parser)]
 #[command(
@@ -174,7 +181,24 @@ enum Command {
         #[arg(value_name = "URL")]
         url: String,
     },
+    /// Print a shell completion script for the subcommands and their flags.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions {
+        /// The shell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
 }
+
+/// How to install a completion script, as `arctern completions --help` shows it.
+const COMPLETIONS_HELP: &str = "\
+Install (then start a new shell):
+  bash        arctern completions bash > ~/.local/share/bash-completion/completions/arctern
+  zsh         arctern completions zsh > ~/.zfunc/_arctern
+              (with fpath+=~/.zfunc before compinit in ~/.zshrc)
+  fish        arctern completions fish > ~/.config/fish/completions/arctern.fish
+  powershell  arctern completions powershell >> $PROFILE
+  elvish      arctern completions elvish >> ~/.config/elvish/rc.elv";
 
 #[derive(Args)]
 struct LoginArgs {
@@ -216,6 +240,10 @@ struct ListArgs {
     url: Option<String>,
     #[command(flatten)]
     conn: ConnectArgs,
+    /// What the client offers: a server may list some tools, prompts or resources only to
+    /// clients with these.
+    #[command(flatten)]
+    caps: CapabilityArgs,
 }
 
 #[derive(Args)]
@@ -259,6 +287,7 @@ struct PromptArgs {
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(output::stderr_styled())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -309,6 +338,15 @@ async fn main() -> ExitCode {
             }
         }
         Command::Logout { url } => login::logout(&url).await,
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "arctern",
+                &mut std::io::stdout(),
+            );
+            Ok(Exit::Ok)
+        }
     };
     // Spans and metrics still buffered are exported before the process ends.
     telemetry.shutdown().await;
@@ -340,6 +378,7 @@ impl Command {
             Command::Prompt(_) => "prompt",
             Command::Login(_) => "login",
             Command::Logout { .. } => "logout",
+            Command::Completions { .. } => "completions",
         }
     }
 }
@@ -409,25 +448,48 @@ async fn open(
     Ok((session, client))
 }
 
-/// After a request that may have asked questions: the failure a question recorded wins
-/// over the SDK's error, and a refusal turns an `isError` result into exit 4.
-fn settle(
+/// After a request that may have asked questions: a failure a question recorded (no answer
+/// could be given, an `--answer` that does not fit, a sampling command that failed) decides
+/// the outcome, whatever the server made of the refusal: a 2026-07-28 call stops with an
+/// error, but a 2025 server gets an error answer to its request and may turn it into an
+/// `isError` result or even a success, which is then not shown. Otherwise the request's own
+/// error, with `-32042`'s pages shown (see [`Session::urls_required`]).
+async fn settle<T>(
     session: &Session,
-    outcome: Result<Exit, arctern::Error>,
+    outcome: Result<T, arctern::Error>,
     what: &str,
-) -> Result<Exit, Failure> {
+) -> Result<T, Failure> {
     session.progress.finish();
+    let asked = session.asked();
     for key in session.unused_answers() {
-        session.note(&format!(
-            "arctern: note: question {key:?} (--answer/--decline) was never asked"
-        ));
+        let place = key.strip_prefix('@').and_then(|n| n.parse::<usize>().ok());
+        let note = match place {
+            Some(n) if n <= asked.len() => format!(
+                "question {key:?} (--answer/--decline) was not used: that question was answered \
+                 by its key, {:?}",
+                asked[n - 1]
+            ),
+            Some(_) => format!(
+                "question {key:?} (--answer/--decline) was never asked ({} question{} asked)",
+                asked.len(),
+                if asked.len() == 1 { " was" } else { "s were" }
+            ),
+            None => format!(
+                "question {key:?} (--answer/--decline) was never asked{}",
+                suggest::hint(&key, asked.iter().map(String::as_str))
+            ),
+        };
+        session.note(&format!("arctern: note: {note}"));
+    }
+    if let Some(problem) = session.take_problem() {
+        return Err(problem);
     }
     match outcome {
-        Ok(Exit::ToolError) if session.refused() => Ok(Exit::Input),
-        Ok(exit) => Ok(exit),
-        Err(e) => Err(session
-            .take_problem()
-            .unwrap_or_else(|| Failure::from_client(&e, what))),
+        Ok(value) => Ok(value),
+        Err(e) => Err(match session.urls_required(&e, what).await {
+            Some(f) => f,
+            None => Failure::from_client(&e, what),
+        }),
     }
 }
 
@@ -452,14 +514,14 @@ async fn call(a: CallArgs, format: Format) -> Result<Exit, Failure> {
     let what = format!("calling tool {tool_name:?}");
     let result = task_view::call(&client, &session, &tool_name, &arguments).await;
     let _ = client.close().await;
-    let result = result?;
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => return settle(&session, Err(e), &what),
-    };
-    session.progress.finish();
+    let result = settle(&session, result?, &what).await?;
     let exit = output::call_result(&tool_name, &result, &dir, format)?;
-    settle(&session, Ok(exit), &what)
+    // A declined or cancelled question kept the tool from finishing.
+    Ok(if exit == Exit::ToolError && session.refused() {
+        Exit::Input
+    } else {
+        exit
+    })
 }
 
 enum List {
@@ -471,7 +533,7 @@ enum List {
 
 async fn list(a: ListArgs, format: Format, what: List) -> Result<Exit, Failure> {
     let endpoint = Endpoint::resolve(a.url, &a.conn)?;
-    let (_session, client) = open(&endpoint, &a.conn, &AnswerArgs::default()).await?;
+    let (_session, client) = open(&endpoint, &a.conn, &AnswerArgs::offering(a.caps)).await?;
     let done = match what {
         List::Discover => inspect::discover(&client, format).await,
         List::Tools => client
@@ -484,23 +546,9 @@ async fn list(a: ListArgs, format: Format, what: List) -> Result<Exit, Failure> 
             .await
             .map(|p| inspect::prompts(&p, format))
             .map_err(|e| Failure::from_client(&e, "prompts/list")),
-        List::Resources => {
-            let caps = client.server_capabilities();
-            // A server without resources has nothing to list; asking would be an error.
-            if caps.as_ref().is_some_and(|c| c.resources.is_none()) {
-                inspect::resources(&[], &[], format);
-                Ok(())
-            } else {
-                match client.list_resources().await {
-                    Ok(r) => client
-                        .list_resource_templates()
-                        .await
-                        .map(|t| inspect::resources(&r, &t, format))
-                        .map_err(|e| Failure::from_client(&e, "resources/templates/list")),
-                    Err(e) => Err(Failure::from_client(&e, "resources/list")),
-                }
-            }
-        }
+        List::Resources => inspect::list_resources(&client)
+            .await
+            .map(|(r, t)| inspect::resources(&r, &t, format)),
     };
     let _ = client.close().await;
     done.map(|()| Exit::Ok)
@@ -512,14 +560,23 @@ async fn read(a: ReadArgs, format: Format) -> Result<Exit, Failure> {
     let (session, client) = open(&endpoint, &a.conn, &a.answers).await?;
     let what = format!("reading {uri}");
     let result = client.read_resource(&uri).await;
-    let _ = client.close().await;
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => return settle(&session, Err(e), &what),
+    // An unknown URI: the closest the server lists, asked only now that it failed.
+    let closest = match &result {
+        Err(e) if e.protocol_error().is_some() && !session.has_problem() => {
+            inspect::closest_resource(&client, &uri).await
+        }
+        _ => None,
     };
-    session.progress.finish();
+    let _ = client.close().await;
+    let result = settle(&session, result, &what).await.map_err(|mut f| {
+        if let Some(name) = closest {
+            f.message.push_str(&format!(" (did you mean {name:?}?)"));
+            f = f.with("didYouMean", serde_json::json!(name));
+        }
+        f
+    })?;
     inspect::read_result(&uri, &result, &dir, format)?;
-    settle(&session, Ok(Exit::Ok), &what)
+    Ok(Exit::Ok)
 }
 
 async fn prompt(a: PromptArgs, format: Format) -> Result<Exit, Failure> {
@@ -535,19 +592,14 @@ async fn prompt(a: PromptArgs, format: Format) -> Result<Exit, Failure> {
     let what = format!("getting prompt {name:?}");
     let result = client.get_prompt(&name, &arguments).await;
     let _ = client.close().await;
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => return settle(&session, Err(e), &what),
-    };
-    session.progress.finish();
+    let result = settle(&session, result, &what).await?;
     inspect::prompt_result(&name, &result, &dir, format)?;
-    settle(&session, Ok(Exit::Ok), &what)
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_is_consistent() {
