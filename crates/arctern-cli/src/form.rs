@@ -379,7 +379,7 @@ fn is_punycode(host: &str) -> bool {
 /// `http` and `https` URLs are offered to the browser.
 pub fn ask_url(asker: &Asker, params: &ElicitRequestUrlParams) -> Result<Reply, String> {
     header(asker, &params.message);
-    let (lines, web) = url_lines(&params.url);
+    let (lines, web) = url_lines(&params.url, true);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "  The server wants you to open this page:");
     for l in &lines {
@@ -418,8 +418,9 @@ pub fn ask_url(asker: &Asker, params: &ElicitRequestUrlParams) -> Result<Reply, 
 /// What a person should see of a URL before opening it: the URL, its domain, and a warning
 /// for each disguise (a user name before the domain, a Punycode domain, plain http, not a
 /// URL at all); and whether it is a web page a browser may be given (`http` or `https`).
-/// The URL is shown on one line, control characters made visible.
-pub fn url_lines(url: &str) -> (Vec<String>, bool) {
+/// The URL is shown on one line, control characters made visible; `styled` puts the domain
+/// in bold where stderr takes styles.
+pub fn url_lines(url: &str, styled: bool) -> (Vec<String>, bool) {
     let mut lines = vec![format!("URL:    {}", crate::sanitize::line(url))];
     let parts = crate::sanitize::is_clean_line(url)
         .then(|| url_parts(url))
@@ -428,9 +429,10 @@ pub fn url_lines(url: &str) -> (Vec<String>, bool) {
         lines.push("Careful: this is not a valid URL.".to_owned());
         return (lines, false);
     };
+    let host = p.host.as_deref().unwrap_or("(none)");
     lines.push(format!(
         "Domain: {}",
-        bold(p.host.as_deref().unwrap_or("(none)"))
+        if styled { bold(host) } else { host.to_owned() }
     ));
     if p.has_userinfo {
         lines.push(

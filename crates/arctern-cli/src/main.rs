@@ -339,12 +339,11 @@ async fn main() -> ExitCode {
         }
         Command::Logout { url } => login::logout(&url).await,
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "arctern",
-                &mut std::io::stdout(),
-            );
+            // Into memory first: the generator panics on a write error, and a closed pipe
+            // (`| head`) is none worth a panic.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "arctern", &mut script);
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &script);
             Ok(Exit::Ok)
         }
     };

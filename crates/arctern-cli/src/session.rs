@@ -539,26 +539,27 @@ impl Session {
             1 => ("it", "a page".to_owned()),
             n => ("them", format!("{n} pages")),
         };
-        let mut text = format!(
+        let head = format!(
             "{what}: the server at {server} needs you to open {pages_n} first (error -32042: \
-             {reason})"
-        );
-        if pages.is_empty() {
-            text.push_str(", but names none (data.elicitations is missing or empty)");
-        }
-        let mut shown = Vec::new();
-        for (i, page) in pages.iter().enumerate() {
-            let (lines, web) = form::url_lines(&page.url);
-            text.push_str(&format!(
-                "\n  {}. {}",
-                i + 1,
-                crate::sanitize::line(&page.message)
-            ));
-            for l in &lines {
-                text.push_str(&format!("\n     {l}"));
+             {reason}){}",
+            if pages.is_empty() {
+                ", but names none (data.elicitations is missing or empty)"
+            } else {
+                ""
             }
-            shown.push((page.url.clone(), web));
-        }
+        );
+        // Each page, numbered; `styled` for a terminal (the domain in bold).
+        let listing = |styled: bool| {
+            let mut out = String::new();
+            for (i, page) in pages.iter().enumerate() {
+                let message = crate::sanitize::line(&page.message);
+                out.push_str(&format!("\n  {}. {message}", i + 1));
+                for l in form::url_lines(&page.url, styled).0 {
+                    out.push_str(&format!("\n     {l}"));
+                }
+            }
+            out
+        };
         let details: Vec<serde_json::Value> = pages
             .iter()
             .map(|p| {
@@ -570,28 +571,42 @@ impl Session {
                 })
             })
             .collect();
+        let web: Vec<&str> = pages
+            .iter()
+            .filter(|p| form::url_lines(&p.url, false).1)
+            .map(|p| p.url.as_str())
+            .collect();
         let mut opened = 0;
-        if self.interactive && shown.iter().any(|(_, web)| *web) {
+        let mut text = if self.interactive && !web.is_empty() {
             let _terminal = self.terminal.lock().await;
             self.progress.clear();
-            self.note(&text);
-            text = format!("{what}: the server needs you to open {pages_n} first (above)");
-            for (i, (url, web)) in shown.into_iter().enumerate() {
-                if !web {
+            // Written as is: every piece of server text in it is already made safe.
+            eprintln!("{head}{}", listing(true));
+            for (i, page) in pages.iter().enumerate() {
+                if !web.contains(&page.url.as_str()) {
                     continue;
                 }
-                self.note(&format!("Page {}:", i + 1));
+                if pages.len() > 1 {
+                    eprintln!("Page {}:", i + 1);
+                }
+                let url = page.url.clone();
                 let consent = tokio::task::spawn_blocking(move || form::ask_open(&url)).await;
                 if matches!(consent, Ok(Ok(true))) {
                     opened += 1;
                 }
             }
-        }
+            format!("{what}: the server needs you to open {pages_n} first (above)")
+        } else {
+            format!("{head}{}", listing(false))
+        };
         if !pages.is_empty() {
             text.push_str(&if opened > 0 {
                 "\n  Finish there, then run the command again.".to_owned()
             } else {
-                format!("\n  Nothing was opened: open {them} yourself, finish there, then run the command again.")
+                format!(
+                    "\n  Nothing was opened: open {them} yourself, finish there, then run the \
+                     command again."
+                )
             });
         }
         Some(
