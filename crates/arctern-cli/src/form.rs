@@ -497,6 +497,11 @@ pub fn open_in_browser(url: &str) -> Result<(), String> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
+    // Its own process group: the browser outlives this command, and neither Ctrl-C here nor
+    // the terminal's hangup when this command exits (right after, for a -32042 page) reaches
+    // it.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     // Not waited for here: a browser may come back to this process (a loopback redirect)
     // before it exits. A thread reaps it.
     let mut child = command.spawn().map_err(|e| e.to_string())?;

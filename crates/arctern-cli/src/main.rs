@@ -8,20 +8,27 @@
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
 //! arctern read <URL> <URI>          arctern prompt <URL> <NAME> [--arg K=V]...
 //! arctern login <URL>               arctern logout <URL>
+//! arctern completions bash|zsh|fish|powershell|elvish
 //! ```
 //!
 //! `call` lists the server's tools to find the tool's input schema and types each `--arg`
 //! from it (`count=3` is a number when `count` is an integer; see [`args`]). When the server
 //! answers `input_required`, each question is answered in turn: from `--answer KEY=VALUE` or
-//! `--decline KEY` when given (see [`answers`]), otherwise in an interactive terminal form
+//! `--decline KEY` when given (a question is also named by its place, `@N`, which scripts
+//! need for 2025 servers, whose keys are request ids; see [`answers`]), otherwise in an
+//! interactive terminal form
 //! built from the question's `requestedSchema` (see [`form`]), with accept, decline and
 //! cancel. Choices show their options by title (by value when they have none) and are picked
 //! with the arrow keys; `--answer` takes an option's value or title and is checked against
 //! the options offered before it is sent. When the server asks a question again because it
 //! did not accept an answer, its reason is shown (and a refused `--answer` stops the
 //! command). A URL question shows the full URL and its domain and opens nothing without
-//! consent. Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused
-//! without it; roots come from `--root`. Progress notifications draw progress bars and log
+//! consent, and so do the pages of a `-32042` "URL elicitation required" error (exit 4).
+//! Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused without
+//! it; roots come from `--root`. A question that cannot be answered fails with its details
+//! on stderr and a generic reason for the server, and its failure decides the exit code
+//! whatever the server makes of the refusal. A mistyped tool, prompt, argument or resource
+//! gets the closest name (see [`suggest`]). Progress notifications draw progress bars and log
 //! messages print on stderr; results print on stdout, images and audio are saved to files.
 //!
 //! HTTPS servers are verified against the system's roots, `SSL_CERT_FILE` and `--cacert
@@ -43,7 +50,7 @@
 //! | 1 | the tool ran and reported an error (`isError`) |
 //! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` (or one the server did not accept) |
 //! | 3 | connection or protocol failure: the server could not be reached or started, answered with a JSON-RPC error, or timed out |
-//! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), or a declined or cancelled question that kept the request from completing |
+//! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), a declined or cancelled question that kept the request from completing, or pages to open first (`-32042`) |
 //! | 5 | a local step failed: the sampling command, or saving a file |
 //! | 130 | interrupted with Ctrl-C in a form |
 
@@ -87,8 +94,8 @@ Exit codes:
        answered with a JSON-RPC error, or timed out
   4    input required but not given: a question with no --answer when stdin is not a
        terminal (or with --no-input), a question this command cannot answer (sampling
-       without --sampling-command, roots without --root), or a declined or cancelled
-       question that kept the request from completing
+       without --sampling-command, roots without --root), a declined or cancelled
+       question that kept the request from completing, or pages to open first (-32042)
   5    a local step failed: the sampling command, or saving a file
   130  interrupted with Ctrl-C in a form";
 
@@ -218,7 +225,9 @@ struct CallArgs {
     #[arg(value_name = "TOOL")]
     second: Option<String>,
     /// A tool argument, typed from the tool's input schema: count=3 is a number when count
-    /// is an integer; lists are JSON arrays or comma-separated (repeatable).
+    /// is an integer; lists are JSON arrays or comma-separated, and repeating the flag
+    /// appends. A key the schema does not list, or one given twice, is refused (--json takes
+    /// any key).
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     args: Vec<String>,
     /// All arguments as one JSON object; --arg values are merged over it.
@@ -628,5 +637,9 @@ mod tests {
         let help = call.render_long_help().to_string();
         assert!(help.contains("--answer region=eu-west-1"), "{help}");
         assert!(help.contains("4    input required"), "{help}");
+        assert!(
+            help.contains("--answer @1='{\"name\":\"Ada\"}' --decline @2"),
+            "{help}"
+        );
     }
 }

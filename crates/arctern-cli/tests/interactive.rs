@@ -801,7 +801,15 @@ fn pages_a_request_needs_are_shown_and_opened_only_with_consent() {
     t.send(ENTER);
     t.expect("Finish there, then run the command again.");
     assert_eq!(t.exit_code(), 4);
-    let opened = std::fs::read_to_string(dir.join("opened.txt")).unwrap();
+    // The browser is started, not waited for: its record may come a moment later.
+    let deadline = Instant::now() + PATIENCE;
+    let opened = loop {
+        match std::fs::read_to_string(dir.join("opened.txt")) {
+            Ok(text) if text.ends_with('\n') => break text,
+            _ if Instant::now() > deadline => panic!("the browser was never started"),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
     assert_eq!(opened, "https://modelcontextprotocol.io\n");
 
     // Declining to open it: nothing is opened, the page is still named.
@@ -823,12 +831,10 @@ fn no_color_keeps_a_terminal_free_of_colour() {
         let mut t = Terminal::spawn_with(&dir, &["serve", "--port", "0"], env);
         t.expect("listening on");
         let raw = String::from_utf8_lossy(&t.screen.lock().unwrap()).into_owned();
-        let line = raw
-            .lines()
+        raw.lines()
             .find(|l| l.contains("request state is sealed"))
             .unwrap_or_else(|| panic!("no warning:\n{raw}"))
-            .to_owned();
-        line
+            .to_owned()
     };
     let coloured = warned(&[]);
     assert!(coloured.contains("\x1b["), "{coloured:?}");
