@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust test suites, then the official MCP conformance
 # suite against the fixture server and the fixture client (2026-07-28 wire, and 2025-11-25,
-# the legacy era, for both; and the client's extension scenarios). Tools it needs
-# (the pinned conformance suite) are installed on first use into a cache outside the checkout.
+# the legacy era, for both; and the client's extension scenarios). Tools it needs (the
+# pinned conformance suite, the Python reference SDK, the everything server) are installed
+# on first use into a cache outside the checkout.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    Rust tests only (without the fleet tests, which need nginx and Redis)
@@ -16,6 +17,11 @@ echo "== Python reference SDK (mcp 2.3.0) for the interop tests (+${SECONDS}s)"
 ARCTERN_PYTHON="$(scripts/python-env.sh)"
 # Here a missing virtualenv fails the interop tests instead of skipping them.
 export ARCTERN_PYTHON ARCTERN_REQUIRE_PYTHON=1
+
+echo "== the official MCP everything server (npm, pinned) for the CLI's tests (+${SECONDS}s)"
+ARCTERN_EVERYTHING="$(scripts/everything-env.sh)"
+# Here a missing Node.js or server fails those tests instead of skipping them.
+export ARCTERN_EVERYTHING ARCTERN_REQUIRE_NODE=1
 
 echo "== cargo test (+${SECONDS}s)"
 # One invocation for every target and the doc tests: `--doc` run on its own builds the

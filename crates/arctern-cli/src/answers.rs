@@ -1,5 +1,14 @@
 //! Answers given on the command line, before the server asks: `--answer KEY=VALUE` and
-//! `--decline KEY`, matched to the server's questions by their `inputRequests` key.
+//! `--decline KEY`, matched to the server's questions by their key, or by their place.
+//!
+//! A question's key is its `inputRequests` key on a 2026-07-28 server (a name the server
+//! chose, such as `region`), or, on a 2025 server, the id of the server's `elicitation/create`
+//! request (`0`, `1`, …), which depends on what else the server asked before: `--root`
+//! alone can shift it. So a question can also be named by its place, `@N`: the Nth question
+//! of the command (from 1), in the order they are asked; questions asked at the same time
+//! (one round of a 2026-07-28 server) are numbered in the order they reach the command. A
+//! question asked again under the same key (its answer was not accepted) keeps its number.
+//! A key matches before a place.
 //!
 //! For a form, the value is a JSON object of the form's fields
 //! (`--answer region='{"region":"eu-west-1"}'`). When the form has exactly one field, the
@@ -41,6 +50,7 @@ impl PreAnswers {
         let mut out = PreAnswers::default();
         for pair in answers {
             let (key, value) = split_pair(pair, "--answer")?;
+            check_place(key, "--answer")?;
             if out
                 .answers
                 .insert(key.to_owned(), value.to_owned())
@@ -50,6 +60,7 @@ impl PreAnswers {
             }
         }
         for key in declines {
+            check_place(key, "--decline")?;
             if out.answers.contains_key(key) {
                 return Err(format!("{key} is both answered (--answer) and declined"));
             }
@@ -58,25 +69,27 @@ impl PreAnswers {
         Ok(out)
     }
 
-    /// The pre-answer for question `key`, if any.
-    pub fn lookup(&self, key: &str) -> Option<Pre<'_>> {
-        let found = if let Some(v) = self.answers.get(key) {
-            Some(Pre::Answer(v.as_str()))
-        } else if self.declines.contains(key) {
-            Some(Pre::Decline)
-        } else {
-            None
-        };
-        if found.is_some() {
-            self.used
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key.to_owned());
-        }
-        found
+    /// The pre-answer for the question with key `key`, the `place`th of the command: by its
+    /// key, else by its place (`@N`); with the key or place it was given for.
+    pub fn lookup(&self, key: &str, place: usize) -> Option<(&str, Pre<'_>)> {
+        self.lookup_exact(key)
+            .or_else(|| self.lookup_exact(&format!("@{place}")))
     }
 
-    /// The keys given but never asked.
+    fn lookup_exact(&self, selector: &str) -> Option<(&str, Pre<'_>)> {
+        let found = if let Some((given, v)) = self.answers.get_key_value(selector) {
+            (given.as_str(), Pre::Answer(v.as_str()))
+        } else {
+            (self.declines.get(selector)?.as_str(), Pre::Decline)
+        };
+        self.used
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(selector.to_owned());
+        Some(found)
+    }
+
+    /// The keys (and places) given but never asked.
     pub fn unused(&self) -> Vec<String> {
         let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         self.answers
@@ -85,6 +98,20 @@ impl PreAnswers {
             .filter(|k| !used.contains(*k))
             .cloned()
             .collect()
+    }
+}
+
+/// A key that starts with `@` names a place: `@` and a number from 1.
+fn check_place(key: &str, flag: &str) -> Result<(), String> {
+    let Some(place) = key.strip_prefix('@') else {
+        return Ok(());
+    };
+    match place.parse::<usize>() {
+        Ok(n) if n >= 1 && !place.starts_with('+') => Ok(()),
+        _ => Err(format!(
+            "{flag} {key}: a question's place is @ and its number, from 1 (@1 is the first \
+             question asked)"
+        )),
     }
 }
 
@@ -97,7 +124,8 @@ pub fn form_content(raw: &str, schema: &RequestedSchema) -> Result<ElicitContent
             for (name, value) in &map {
                 let Some(field) = props.get(name) else {
                     return Err(format!(
-                        "the form has no field {name:?}; its fields: {}",
+                        "the form has no field {name:?}{}; its fields: {}",
+                        crate::suggest::hint(name, props.names()),
                         field_names(schema)
                     ));
                 };
@@ -268,7 +296,10 @@ mod tests {
         let e = form_content(r#"{"email":"nope"}"#, &s).unwrap_err();
         assert!(e.contains("field email"), "{e}");
         let e = form_content(r#"{"mail":"a@b.co"}"#, &s).unwrap_err();
-        assert!(e.contains("no field \"mail\""), "{e}");
+        assert!(
+            e.contains("no field \"mail\" (did you mean \"email\"?)"),
+            "{e}"
+        );
         let c = form_content(r#"{"email":"ada@example.com","colors":["g"]}"#, &s).unwrap();
         assert_eq!(
             serde_json::to_value(&c).unwrap(),
@@ -315,13 +346,39 @@ mod tests {
             &["confirm".to_owned()],
         )
         .unwrap();
-        assert_eq!(p.lookup("region"), Some(Pre::Answer("eu")));
-        assert_eq!(p.lookup("confirm"), Some(Pre::Decline));
-        assert_eq!(p.lookup("missing"), None);
+        assert_eq!(p.lookup("region", 1), Some(("region", Pre::Answer("eu"))));
+        assert_eq!(p.lookup("confirm", 2), Some(("confirm", Pre::Decline)));
+        assert_eq!(p.lookup("missing", 3), None);
         assert_eq!(p.unused(), ["other"]);
         assert!(PreAnswers::parse(&["a=1".into(), "a=2".into()], &[]).is_err());
         assert!(PreAnswers::parse(&["a=1".into()], &["a".into()]).is_err());
         assert!(PreAnswers::parse(&["novalue".into()], &[]).is_err());
+    }
+
+    #[test]
+    fn pre_answers_are_looked_up_by_place_when_no_key_matches() {
+        let p = PreAnswers::parse(
+            &[
+                "@1=first".to_owned(),
+                "@2=second".to_owned(),
+                "7=by-key".to_owned(),
+            ],
+            &["@4".to_owned()],
+        )
+        .unwrap();
+        // A 2025 server's request ids: 0 is the first question, 7 the third.
+        assert_eq!(p.lookup("0", 1), Some(("@1", Pre::Answer("first"))));
+        assert_eq!(p.lookup("5", 2), Some(("@2", Pre::Answer("second"))));
+        // A key matches before a place.
+        assert_eq!(p.lookup("7", 3), Some(("7", Pre::Answer("by-key"))));
+        assert_eq!(p.lookup("9", 4), Some(("@4", Pre::Decline)));
+        assert_eq!(p.lookup("10", 5), None);
+        assert!(p.unused().is_empty(), "{:?}", p.unused());
+        for bad in ["@0", "@", "@x", "@-1", "@+1"] {
+            let e = PreAnswers::parse(&[format!("{bad}=v")], &[]).unwrap_err();
+            assert!(e.contains("from 1"), "{bad}: {e}");
+            assert!(PreAnswers::parse(&[], &[bad.to_owned()]).is_err(), "{bad}");
+        }
     }
 
     #[test]

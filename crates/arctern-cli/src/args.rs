@@ -6,9 +6,19 @@
 //! `number`, `array` (a JSON array, or a comma-separated list whose items are typed from
 //! `items`; repeating the flag appends), `object` (a JSON object), and finally `string` (the
 //! text as it is). So `count=3` is the number 3 when `count` is an integer, and the string
-//! `"3"` when it is a string. A property the schema does not describe takes the value as
-//! JSON if it parses, as a string otherwise. Values outside an `enum` or the
-//! `minimum`/`maximum` bounds are refused, and so are missing `required` properties.
+//! `"3"` when it is a string. Values outside an `enum` or the `minimum`/`maximum` bounds are
+//! refused, and so are missing `required` properties.
+//!
+//! An `--arg` the schema does not list is refused, with the closest listed name when one is
+//! near ("did you mean"): a schema that leaves `additionalProperties` unsaid is the norm
+//! (schemars, Zod, Pydantic), and most servers then drop a key they do not know, so a typo
+//! would silently lose the value. Only a schema that explicitly allows other properties
+//! (`additionalProperties: true` or a schema), or that lists none, takes unlisted keys: typed
+//! by that schema, or else as JSON if the value parses and as a string otherwise. `--json` is not checked this way; it is
+//! the way to send what the schema does not describe.
+//!
+//! A key given twice is refused (the second value is not quietly kept over the first), except
+//! for a list parameter, where repeating the flag appends.
 
 use std::collections::HashSet;
 
@@ -35,31 +45,41 @@ pub fn build(
         },
     };
     let properties = schema.get("properties").and_then(Value::as_object);
-    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
-    let mut appended: HashSet<String> = HashSet::new();
+    let open = takes_unlisted(schema);
+    let mut given: HashSet<&str> = HashSet::new();
+    let mut unknown: Vec<&str> = Vec::new();
     for pair in pairs {
         let (key, raw) = split_pair(pair, "--arg")?;
         let property = properties.and_then(|p| p.get(key));
         let value = match property {
             Some(p) => coerce(raw, p).map_err(|e| format!("--arg {key}: {e}"))?,
-            None if closed => {
-                return Err(format!(
-                    "--arg {key}: the tool has no parameter {key:?}; it takes: {}",
-                    names(properties)
-                ));
+            None if open => match schema.get("additionalProperties") {
+                Some(other @ Value::Object(_)) => {
+                    coerce(raw, other).map_err(|e| format!("--arg {key}: {e}"))?
+                }
+                _ => untyped(raw),
+            },
+            None => {
+                if !unknown.contains(&key) {
+                    unknown.push(key);
+                }
+                continue;
             }
-            None => untyped(raw),
         };
-        // A repeated flag for an array parameter adds to the list.
+        let again = !given.insert(key);
         match (out.get_mut(key), value) {
-            (Some(Value::Array(existing)), Value::Array(more)) if appended.contains(key) => {
-                existing.extend(more);
+            // A repeated flag for a list parameter adds to the list.
+            (Some(Value::Array(existing)), Value::Array(more)) if again => existing.extend(more),
+            _ if again => {
+                return Err(format!(
+                    "--arg {key} is given twice; give each parameter once (repeating the flag \
+                     appends only to a list parameter)"
+                ));
             }
             (_, value) => {
                 out.insert(key.to_owned(), value);
             }
         }
-        appended.insert(key.to_owned());
     }
     let missing: Vec<String> = schema
         .get("required")
@@ -70,14 +90,50 @@ pub fn build(
         .filter(|name| !out.contains_key(*name))
         .map(|name| describe_parameter(name, properties.and_then(|p| p.get(name))))
         .collect();
-    if !missing.is_empty() {
-        return Err(format!(
+    let missing = (!missing.is_empty()).then(|| {
+        format!(
             "missing required argument{}: {} (pass --arg NAME=VALUE or --json)",
             if missing.len() == 1 { "" } else { "s" },
             missing.join("; ")
-        ));
+        )
+    });
+    if !unknown.is_empty() {
+        let listed = properties
+            .into_iter()
+            .flat_map(|p| p.keys().map(String::as_str));
+        let mut message = unknown
+            .iter()
+            .map(|key| {
+                format!(
+                    "--arg {key}: the tool has no parameter {key:?}{}",
+                    crate::suggest::hint(key, listed.clone())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        message.push_str(&format!("; it takes: {}", names(properties)));
+        if let Some(missing) = missing {
+            message.push_str(&format!("\n{missing}"));
+        }
+        return Err(message);
     }
-    Ok(out)
+    match missing {
+        Some(missing) => Err(missing),
+        None => Ok(out),
+    }
+}
+
+/// Whether the schema takes properties it does not list: it says so
+/// (`additionalProperties` `true` or a schema), or it lists none.
+fn takes_unlisted(schema: &JsonObject) -> bool {
+    match schema.get("additionalProperties") {
+        Some(Value::Bool(allowed)) => *allowed,
+        Some(Value::Object(_)) => true,
+        _ => schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none(),
+    }
 }
 
 /// Splits `key=value` at the first `=`.
@@ -334,18 +390,87 @@ mod tests {
             "level=high",
             "maybe=null",
             "either=7",
-            "extra=[1]",
-            "other=plain text",
         ])
         .unwrap();
         assert_eq!(
             v,
             json!({
                 "name": "123", "count": 3, "ratio": 0.5, "force": true, "tags": ["a", "b"],
-                "sizes": [1, 2], "meta": {"k": 1}, "level": "high", "maybe": null, "either": 7,
-                "extra": [1], "other": "plain text"
+                "sizes": [1, 2], "meta": {"k": 1}, "level": "high", "maybe": null, "either": 7
             })
         );
+    }
+
+    #[test]
+    fn unlisted_keys_go_only_where_the_schema_takes_them() {
+        let pairs = ["extra=[1]".to_owned(), "other=plain text".to_owned()];
+        // Allowed outright, or with nothing listed: as JSON when it parses, else as text.
+        for s in [
+            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": true}),
+            json!({"type": "object"}),
+        ] {
+            let v = build(s.as_object().unwrap(), None, &pairs).unwrap();
+            assert_eq!(
+                Value::Object(v),
+                json!({"extra": [1], "other": "plain text"})
+            );
+        }
+        // Allowed with a schema: typed by it.
+        let s = json!({"type": "object", "properties": {},
+            "additionalProperties": {"type": "integer"}});
+        let v = build(s.as_object().unwrap(), None, &["n=3".to_owned()]).unwrap();
+        assert_eq!(Value::Object(v), json!({"n": 3}));
+        let e = build(s.as_object().unwrap(), None, &["n=x".to_owned()]).unwrap_err();
+        assert!(e.contains("--arg n") && e.contains("integer"), "{e}");
+        // --json is the way to send what the schema does not list.
+        let v = build(&schema(), Some(r#"{"name": "a", "extra": 1}"#), &[]).unwrap();
+        assert_eq!(v["extra"], 1);
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_the_closest_parameter() {
+        // The review's case: a typo of a required parameter names both.
+        let e = args(&["nme=orders"]).unwrap_err();
+        assert!(
+            e.starts_with("--arg nme: the tool has no parameter \"nme\" (did you mean \"name\"?)"),
+            "{e}"
+        );
+        assert!(e.contains("; it takes: name, count,"), "{e}");
+        assert!(
+            e.contains("\nmissing required argument: name (string)"),
+            "{e}"
+        );
+        // Every unknown key is named once; a far one gets no guess.
+        let e = args(&["name=x", "cuont=1", "zzzzzz=2", "zzzzzz=3"]).unwrap_err();
+        assert!(
+            e.contains(
+                "--arg cuont: the tool has no parameter \"cuont\" (did you mean \"count\"?)"
+            ),
+            "{e}"
+        );
+        assert_eq!(e.matches("zzzzzz").count(), 2, "{e}");
+        assert!(e.contains("no parameter \"zzzzzz\"; it takes"), "{e}");
+        assert!(!e.contains("missing required"), "{e}");
+        // A schema without a single parameter says so.
+        let s = json!({"type": "object", "properties": {}});
+        let e = build(s.as_object().unwrap(), None, &["a=1".to_owned()]).unwrap_err();
+        assert!(e.ends_with("it takes: no parameters"), "{e}");
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_unless_it_is_a_list() {
+        let e = args(&["name=hi", "name=there"]).unwrap_err();
+        assert!(e.starts_with("--arg name is given twice"), "{e}");
+        let e = args(&["name=x", "count=1", "count=2"]).unwrap_err();
+        assert!(e.starts_with("--arg count is given twice"), "{e}");
+        // Lists append; a JSON value from --json is replaced by the first --arg, not doubled.
+        let v = build(
+            &schema(),
+            Some(r#"{"name": "a", "tags": ["x"]}"#),
+            &["tags=y".to_owned(), "tags=z".to_owned()],
+        )
+        .unwrap();
+        assert_eq!(v["tags"], json!(["y", "z"]));
     }
 
     #[test]

@@ -157,6 +157,62 @@ impl Failure {
     }
 }
 
+/// The failure of a connection attempt to `endpoint` (its URL, or the stdio command as
+/// shown). An HTTP status without an MCP answer says what it likely means: nothing serves MCP
+/// at that path (`404`, `405`), with the path to try.
+pub fn could_not_connect(e: &arctern::Error, endpoint: &str) -> Failure {
+    let Some(status) = http_status(e) else {
+        return Failure::new(
+            Exit::Connection,
+            format!("could not connect to {endpoint}: {e}"),
+        );
+    };
+    let mut message = format!(
+        "could not connect to {endpoint}: the server answered HTTP {status} without an MCP \
+         response"
+    );
+    if matches!(status.as_u16(), 404 | 405) {
+        message.push_str(&format!(
+            ": nothing serves MCP at this path. {}",
+            path_hint(endpoint)
+        ));
+    }
+    Failure::new(Exit::Connection, message).with("httpStatus", json!(status.as_u16()))
+}
+
+/// The status of a response that carried no JSON-RPC message, from anywhere in the chain of
+/// causes.
+fn http_status(e: &arctern::Error) -> Option<http::StatusCode> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(s) = c.downcast_ref::<arctern::transport::http::client::HttpStatusError>() {
+            return Some(s.status);
+        }
+        cause = c.source();
+    }
+    None
+}
+
+/// Where the MCP endpoint may be instead: `/mcp` is the convention (`arctern serve`, the
+/// TypeScript and Python SDKs).
+fn path_hint(endpoint: &str) -> String {
+    let Ok(uri) = iri_string::types::UriStr::new(endpoint) else {
+        return "Check the URL's path.".to_owned();
+    };
+    let path = uri.path_str();
+    if path.trim_end_matches('/') == "/mcp" {
+        return "Check the URL's path: the server's MCP endpoint is elsewhere (its \
+                documentation says where)."
+            .to_owned();
+    }
+    let origin = format!(
+        "{}://{}",
+        uri.scheme_str(),
+        uri.authority_str().unwrap_or_default()
+    );
+    format!("Is the MCP endpoint at /mcp ({origin}/mcp)?")
+}
+
 fn from_input_required(details: &InputRequiredError, what: &str) -> Failure {
     let last = details
         .last_result()
@@ -231,6 +287,27 @@ mod tests {
         let j = f.to_json();
         assert_eq!(j["error"]["exitCode"], 4);
         assert_eq!(j["error"]["protocolError"]["code"], -32021);
+    }
+
+    #[test]
+    fn a_404_hints_at_the_endpoint_path() {
+        assert_eq!(
+            path_hint("http://127.0.0.1:8000/wrong"),
+            "Is the MCP endpoint at /mcp (http://127.0.0.1:8000/mcp)?"
+        );
+        assert_eq!(
+            path_hint("https://h.example"),
+            "Is the MCP endpoint at /mcp (https://h.example/mcp)?"
+        );
+        assert!(path_hint("http://h/mcp/").starts_with("Check the URL's path: "));
+        assert_eq!(path_hint("not a url"), "Check the URL's path.");
+        let plain = arctern::Error::new(ErrorKind::Io, "Connection refused");
+        let f = could_not_connect(&plain, "http://h/mcp");
+        assert_eq!(
+            f.message,
+            "could not connect to http://h/mcp: Connection refused"
+        );
+        assert_eq!(f.exit, Exit::Connection);
     }
 
     #[test]

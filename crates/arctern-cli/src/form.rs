@@ -2,7 +2,7 @@
 //! consent screen of a URL question. Blocking (run it off the async runtime); draws on
 //! stderr so that stdout keeps only results.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use arctern::types::elicitation::{
     ElicitContent, ElicitRequestFormParams, ElicitRequestUrlParams, ElicitValue,
@@ -41,9 +41,9 @@ pub struct Asker {
     pub again: bool,
 }
 
-/// Bold, when stderr is a terminal.
+/// Bold, when stderr takes styles (a terminal, and no `NO_COLOR`).
 pub fn bold(s: &str) -> String {
-    if std::io::stderr().is_terminal() {
+    if crate::output::stderr_styled() {
         format!("\x1b[1m{s}\x1b[0m")
     } else {
         s.to_owned()
@@ -379,44 +379,12 @@ fn is_punycode(host: &str) -> bool {
 /// `http` and `https` URLs are offered to the browser.
 pub fn ask_url(asker: &Asker, params: &ElicitRequestUrlParams) -> Result<Reply, String> {
     header(asker, &params.message);
-    let parts = url_parts(&params.url);
+    let (lines, web) = url_lines(&params.url, true);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "  The server wants you to open this page:");
-    let _ = writeln!(err, "    URL:    {}", params.url);
-    let web = match &parts {
-        Some(p) => {
-            let _ = writeln!(
-                err,
-                "    Domain: {}",
-                bold(p.host.as_deref().unwrap_or("(none)"))
-            );
-            if p.has_userinfo {
-                let _ = writeln!(
-                    err,
-                    "    Careful: the URL has a user name before the domain; the page is on the \
-                     domain above."
-                );
-            }
-            if p.host.as_deref().is_some_and(is_punycode) {
-                let _ = writeln!(
-                    err,
-                    "    Careful: the domain is written in Punycode (xn--): it may look like \
-                     another domain once shown in its own letters."
-                );
-            }
-            if p.scheme == "http" {
-                let _ = writeln!(
-                    err,
-                    "    Careful: plain http: anyone on the network can read or change the page."
-                );
-            }
-            p.scheme == "https" || p.scheme == "http"
-        }
-        None => {
-            let _ = writeln!(err, "    Careful: this is not a valid URL.");
-            false
-        }
-    };
+    for l in &lines {
+        let _ = writeln!(err, "    {l}");
+    }
     drop(err);
     let mut choices = Vec::new();
     if web {
@@ -447,6 +415,68 @@ pub fn ask_url(asker: &Asker, params: &ElicitRequestUrlParams) -> Result<Reply, 
     }
 }
 
+/// What a person should see of a URL before opening it: the URL, its domain, and a warning
+/// for each disguise (a user name before the domain, a Punycode domain, plain http, not a
+/// URL at all); and whether it is a web page a browser may be given (`http` or `https`).
+/// The URL is shown on one line, control characters made visible; `styled` puts the domain
+/// in bold where stderr takes styles.
+pub fn url_lines(url: &str, styled: bool) -> (Vec<String>, bool) {
+    let mut lines = vec![format!("URL:    {}", crate::sanitize::line(url))];
+    let parts = crate::sanitize::is_clean_line(url)
+        .then(|| url_parts(url))
+        .flatten();
+    let Some(p) = parts else {
+        lines.push("Careful: this is not a valid URL.".to_owned());
+        return (lines, false);
+    };
+    let host = p.host.as_deref().unwrap_or("(none)");
+    lines.push(format!(
+        "Domain: {}",
+        if styled { bold(host) } else { host.to_owned() }
+    ));
+    if p.has_userinfo {
+        lines.push(
+            "Careful: the URL has a user name before the domain; the page is on the domain \
+             above."
+                .to_owned(),
+        );
+    }
+    if p.host.as_deref().is_some_and(is_punycode) {
+        lines.push(
+            "Careful: the domain is written in Punycode (xn--): it may look like another \
+             domain once shown in its own letters."
+                .to_owned(),
+        );
+    }
+    if p.scheme == "http" {
+        lines.push(
+            "Careful: plain http: anyone on the network can read or change the page.".to_owned(),
+        );
+    }
+    (lines, p.scheme == "https" || p.scheme == "http")
+}
+
+/// Asks consent to open a web page the server needs the user to visit (a `-32042` error's
+/// elicitation); opens it only on yes. `Err` when the terminal failed; Ctrl-C or Esc is a no.
+pub fn ask_open(url: &str) -> Result<bool, String> {
+    let picked = Select::new("Open the page?", vec![Consent::Open, Consent::Show])
+        .with_help_message("nothing is opened unless you choose to")
+        .without_filtering()
+        .prompt();
+    match picked {
+        Ok(Consent::Open) => {
+            if let Err(why) = open_in_browser(url) {
+                eprintln!("Could not open a browser ({why}); open the URL yourself: {url}");
+            }
+            Ok(true)
+        }
+        Ok(_) | Err(InquireError::OperationCanceled | InquireError::OperationInterrupted) => {
+            Ok(false)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Hands the URL to the program named by `$BROWSER` (run with the URL as its argument),
 /// else to the platform's opener.
 pub fn open_in_browser(url: &str) -> Result<(), String> {
@@ -467,6 +497,11 @@ pub fn open_in_browser(url: &str) -> Result<(), String> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
+    // Its own process group: the browser outlives this command, and neither Ctrl-C here nor
+    // the terminal's hangup when this command exits (right after, for a -32042 page) reaches
+    // it.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     // Not waited for here: a browser may come back to this process (a loopback redirect)
     // before it exits. A thread reaps it.
     let mut child = command.spawn().map_err(|e| e.to_string())?;

@@ -290,47 +290,52 @@ pub fn prompt_result(
     Ok(())
 }
 
-/// Finds a prompt by name, or says which exist.
+/// `a, b, c`, or `none`.
+fn listing<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.into_iter().collect();
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Finds a prompt by name, or says which exist (and which was likely meant).
 pub fn find_prompt<'a>(list: &'a [Prompt], name: &str) -> Result<&'a Prompt, Failure> {
     list.iter().find(|p| p.name == name).ok_or_else(|| {
-        let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
+        let names = || list.iter().map(|p| p.name.as_str());
         Failure::usage(format!(
-            "the server has no prompt {name:?}; it has: {}",
-            if names.is_empty() {
-                "none".to_owned()
-            } else {
-                names.join(", ")
-            }
+            "the server has no prompt {name:?}{}; it has: {}",
+            crate::suggest::hint(name, names()),
+            listing(names())
         ))
     })
 }
 
-/// Builds a prompt's string arguments from `--arg` pairs, checking required ones.
+/// Builds a prompt's string arguments from `--arg` pairs, checking their names (an unknown
+/// one is refused, with the closest name when one is near), that none is given twice, and
+/// that the required ones are there.
 pub fn prompt_arguments(
     prompt: &Prompt,
     pairs: &[String],
 ) -> Result<BTreeMap<String, String>, Failure> {
+    let names = || prompt.arguments.iter().flatten().map(|a| a.name.as_str());
     let mut out = BTreeMap::new();
     for pair in pairs {
         let (k, v) = crate::args::split_pair(pair, "--arg").map_err(Failure::usage)?;
-        if !prompt.arguments.iter().flatten().any(|a| a.name == k) {
-            let names: Vec<&str> = prompt
-                .arguments
-                .iter()
-                .flatten()
-                .map(|a| a.name.as_str())
-                .collect();
+        if !names().any(|n| n == k) {
             return Err(Failure::usage(format!(
-                "--arg {k}: the prompt {:?} has no argument {k:?}; it takes: {}",
+                "--arg {k}: the prompt {:?} has no argument {k:?}{}; it takes: {}",
                 prompt.name,
-                if names.is_empty() {
-                    "none".to_owned()
-                } else {
-                    names.join(", ")
-                }
+                crate::suggest::hint(k, names()),
+                listing(names())
             )));
         }
-        out.insert(k.to_owned(), v.to_owned());
+        if out.insert(k.to_owned(), v.to_owned()).is_some() {
+            return Err(Failure::usage(format!(
+                "--arg {k} is given twice; give each argument once"
+            )));
+        }
     }
     let missing: Vec<&str> = prompt
         .arguments
@@ -349,20 +354,107 @@ pub fn prompt_arguments(
     Ok(out)
 }
 
-/// Finds a tool by name, or says which exist.
+/// Finds a tool by name, or says which exist (and which was likely meant).
 pub fn find_tool<'a>(list: &'a [Tool], name: &str) -> Result<&'a Tool, Failure> {
     list.iter().find(|t| t.name == name).ok_or_else(|| {
-        let names: Vec<&str> = list.iter().map(|t| t.name.as_str()).collect();
+        let names = || list.iter().map(|t| t.name.as_str());
         Failure::new(
             Exit::Usage,
             format!(
-                "the server has no tool {name:?}; it has: {}",
-                if names.is_empty() {
-                    "none".to_owned()
-                } else {
-                    names.join(", ")
-                }
+                "the server has no tool {name:?}{}; it has: {}",
+                crate::suggest::hint(name, names()),
+                listing(names())
             ),
         )
     })
+}
+
+/// The server's resources and resource templates; none when it declares no resources
+/// (asking would be an error).
+pub async fn list_resources(
+    client: &Client,
+) -> Result<(Vec<Resource>, Vec<ResourceTemplate>), Failure> {
+    let caps = client.server_capabilities();
+    if caps.as_ref().is_some_and(|c| c.resources.is_none()) {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let resources = client
+        .list_resources()
+        .await
+        .map_err(|e| Failure::from_client(&e, "resources/list"))?;
+    let templates = client
+        .list_resource_templates()
+        .await
+        .map_err(|e| Failure::from_client(&e, "resources/templates/list"))?;
+    Ok((resources, templates))
+}
+
+/// After a read of `uri` failed: the URI of a listed resource close to it, if one is. A
+/// failure to list is no answer, not an error (the read's own error is the one to show).
+pub async fn closest_resource(client: &Client, uri: &str) -> Option<String> {
+    let (resources, _) = list_resources(client).await.ok()?;
+    if resources.iter().any(|r| r.uri == uri) {
+        return None;
+    }
+    crate::suggest::closest(uri, resources.iter().map(|r| r.uri.as_str())).map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str) -> Tool {
+        serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
+    }
+
+    #[test]
+    fn a_mistyped_tool_or_prompt_gets_a_suggestion() {
+        let tools = [tool("provision"), tool("slow_count"), tool("invite")];
+        let e = find_tool(&tools, "provison").unwrap_err();
+        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(
+            e.message,
+            "the server has no tool \"provison\" (did you mean \"provision\"?); it has: \
+             provision, slow_count, invite"
+        );
+        let e = find_tool(&tools, "deploy").unwrap_err();
+        assert!(
+            e.message
+                .starts_with("the server has no tool \"deploy\"; it has:"),
+            "{}",
+            e.message
+        );
+        assert!(
+            find_tool(&[], "x")
+                .unwrap_err()
+                .message
+                .ends_with("it has: none")
+        );
+
+        let prompt: Prompt = serde_json::from_value(json!({"name": "briefing", "arguments": [
+            {"name": "topic", "required": true}, {"name": "audience"}]}))
+        .unwrap();
+        let prompts = [prompt.clone()];
+        let e = find_prompt(&prompts, "breifing").unwrap_err();
+        assert!(
+            e.message.contains("(did you mean \"briefing\"?)"),
+            "{}",
+            e.message
+        );
+        let pairs = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let e = prompt_arguments(&prompt, &pairs(&["tpoic=x"])).unwrap_err();
+        assert_eq!(
+            e.message,
+            "--arg tpoic: the prompt \"briefing\" has no argument \"tpoic\" (did you mean \
+             \"topic\"?); it takes: topic, audience"
+        );
+        let e = prompt_arguments(&prompt, &pairs(&["topic=a", "topic=b"])).unwrap_err();
+        assert!(
+            e.message.starts_with("--arg topic is given twice"),
+            "{}",
+            e.message
+        );
+        let ok = prompt_arguments(&prompt, &pairs(&["topic=a", "audience=b"])).unwrap();
+        assert_eq!(ok.len(), 2);
+    }
 }

@@ -8,20 +8,27 @@
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
 //! arctern read <URL> <URI>          arctern prompt <URL> <NAME> [--arg K=V]...
 //! arctern login <URL>               arctern logout <URL>
+//! arctern completions bash|zsh|fish|powershell|elvish
 //! ```
 //!
 //! `call` lists the server's tools to find the tool's input schema and types each `--arg`
 //! from it (`count=3` is a number when `count` is an integer; see [`args`]). When the server
 //! answers `input_required`, each question is answered in turn: from `--answer KEY=VALUE` or
-//! `--decline KEY` when given (see [`answers`]), otherwise in an interactive terminal form
+//! `--decline KEY` when given (a question is also named by its place, `@N`, which scripts
+//! need for 2025 servers, whose keys are request ids; see [`answers`]), otherwise in an
+//! interactive terminal form
 //! built from the question's `requestedSchema` (see [`form`]), with accept, decline and
 //! cancel. Choices show their options by title (by value when they have none) and are picked
 //! with the arrow keys; `--answer` takes an option's value or title and is checked against
 //! the options offered before it is sent. When the server asks a question again because it
 //! did not accept an answer, its reason is shown (and a refused `--answer` stops the
 //! command). A URL question shows the full URL and its domain and opens nothing without
-//! consent. Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused
-//! without it; roots come from `--root`. Progress notifications draw progress bars and log
+//! consent, and so do the pages of a `-32042` "URL elicitation required" error (exit 4).
+//! Sampling requests go to `--sampling-command` (see [`sampling`]) and are refused without
+//! it; roots come from `--root`. A question that cannot be answered fails with its details
+//! on stderr and a generic reason for the server, and its failure decides the exit code
+//! whatever the server makes of the refusal. A mistyped tool, prompt, argument or resource
+//! gets the closest name (see [`suggest`]). Progress notifications draw progress bars and log
 //! messages print on stderr; results print on stdout, images and audio are saved to files.
 //!
 //! HTTPS servers are verified against the system's roots, `SSL_CERT_FILE` and `--cacert
@@ -43,7 +50,7 @@
 //! | 1 | the tool ran and reported an error (`isError`) |
 //! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` (or one the server did not accept) |
 //! | 3 | connection or protocol failure: the server could not be reached or started, answered with a JSON-RPC error, or timed out |
-//! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), or a declined or cancelled question that kept the request from completing |
+//! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), a declined or cancelled question that kept the request from completing, or pages to open first (`-32042`) |
 //! | 5 | a local step failed: the sampling command, or saving a file |
 //! | 130 | interrupted with Ctrl-C in a form |
 
@@ -61,6 +68,7 @@ mod sampling;
 mod sanitize;
 mod serve;
 mod session;
+mod suggest;
 mod task_view;
 mod telemetry;
 
@@ -69,11 +77,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use arctern::client::Client;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::exit::{Exit, Failure};
 use crate::output::Format;
-use crate::session::{AnswerArgs, ConnectArgs, Endpoint, Session, split_target};
+use crate::session::{AnswerArgs, CapabilityArgs, ConnectArgs, Endpoint, Session, split_target};
 
 /// The exit codes, as `--help` shows them.
 const EXIT_CODES: &str = "\
@@ -86,8 +94,8 @@ Exit codes:
        answered with a JSON-RPC error, or timed out
   4    input required but not given: a question with no --answer when stdin is not a
        terminal (or with --no-input), a question this command cannot answer (sampling
-       without --sampling-command, roots without --root), or a declined or cancelled
-       question that kept the request from completing
+       without --sampling-command, roots without --root), a declined or cancelled
+       question that kept the request from completing, or pages to open first (-32042)
   5    a local step failed: the sampling command, or saving a file
   130  interrupted with Ctrl-C in a form";
 
@@ -103,7 +111,13 @@ Answering without a terminal:
   does not fit fails with exit code 2, and so does one the server asks again for, with the
   server's reason. URL questions take accept, decline or cancel. --decline KEY declines. A
   question without either, when stdin is not a terminal, fails at once with exit code 4,
-  naming its key and expected schema.";
+  naming its key and expected schema.
+
+  A 2025 server's question keys are its request ids (0, 1, ...), which change with what it
+  asked before (--root alone can shift them). Name a question by its place instead: @1 is
+  the first question of the command, @2 the second, in the order they are asked:
+    --answer @1='{\"name\":\"Ada\"}' --decline @2
+  A key matches before a place; a question asked again under the same key keeps its place.";
 
 #[derive(Parser)]
 #[command(
@@ -174,7 +188,24 @@ enum Command {
         #[arg(value_name = "URL")]
         url: String,
     },
+    /// Print a shell completion script for the subcommands and their flags.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions {
+        /// The shell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
 }
+
+/// How to install a completion script, as `arctern completions --help` shows it.
+const COMPLETIONS_HELP: &str = "\
+Install (then start a new shell):
+  bash        arctern completions bash > ~/.local/share/bash-completion/completions/arctern
+  zsh         arctern completions zsh > ~/.zfunc/_arctern
+              (with fpath+=~/.zfunc before compinit in ~/.zshrc)
+  fish        arctern completions fish > ~/.config/fish/completions/arctern.fish
+  powershell  arctern completions powershell >> $PROFILE
+  elvish      arctern completions elvish >> ~/.config/elvish/rc.elv";
 
 #[derive(Args)]
 struct LoginArgs {
@@ -194,7 +225,9 @@ struct CallArgs {
     #[arg(value_name = "TOOL")]
     second: Option<String>,
     /// A tool argument, typed from the tool's input schema: count=3 is a number when count
-    /// is an integer; lists are JSON arrays or comma-separated (repeatable).
+    /// is an integer; lists are JSON arrays or comma-separated, and repeating the flag
+    /// appends. A key the schema does not list, or one given twice, is refused (--json takes
+    /// any key).
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     args: Vec<String>,
     /// All arguments as one JSON object; --arg values are merged over it.
@@ -216,6 +249,10 @@ struct ListArgs {
     url: Option<String>,
     #[command(flatten)]
     conn: ConnectArgs,
+    /// What the client offers: a server may list some tools, prompts or resources only to
+    /// clients with these.
+    #[command(flatten)]
+    caps: CapabilityArgs,
 }
 
 #[derive(Args)]
@@ -259,6 +296,7 @@ struct PromptArgs {
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(output::stderr_styled())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -309,6 +347,14 @@ async fn main() -> ExitCode {
             }
         }
         Command::Logout { url } => login::logout(&url).await,
+        Command::Completions { shell } => {
+            // Into memory first: the generator panics on a write error, and a closed pipe
+            // (`| head`) is none worth a panic.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "arctern", &mut script);
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), &script);
+            Ok(Exit::Ok)
+        }
     };
     // Spans and metrics still buffered are exported before the process ends.
     telemetry.shutdown().await;
@@ -340,6 +386,7 @@ impl Command {
             Command::Prompt(_) => "prompt",
             Command::Login(_) => "login",
             Command::Logout { .. } => "logout",
+            Command::Completions { .. } => "completions",
         }
     }
 }
@@ -409,25 +456,48 @@ async fn open(
     Ok((session, client))
 }
 
-/// After a request that may have asked questions: the failure a question recorded wins
-/// over the SDK's error, and a refusal turns an `isError` result into exit 4.
-fn settle(
+/// After a request that may have asked questions: a failure a question recorded (no answer
+/// could be given, an `--answer` that does not fit, a sampling command that failed) decides
+/// the outcome, whatever the server made of the refusal: a 2026-07-28 call stops with an
+/// error, but a 2025 server gets an error answer to its request and may turn it into an
+/// `isError` result or even a success, which is then not shown. Otherwise the request's own
+/// error, with `-32042`'s pages shown (see [`Session::urls_required`]).
+async fn settle<T>(
     session: &Session,
-    outcome: Result<Exit, arctern::Error>,
+    outcome: Result<T, arctern::Error>,
     what: &str,
-) -> Result<Exit, Failure> {
+) -> Result<T, Failure> {
     session.progress.finish();
+    let asked = session.asked();
     for key in session.unused_answers() {
-        session.note(&format!(
-            "arctern: note: question {key:?} (--answer/--decline) was never asked"
-        ));
+        let place = key.strip_prefix('@').and_then(|n| n.parse::<usize>().ok());
+        let note = match place {
+            Some(n) if n <= asked.len() => format!(
+                "question {key:?} (--answer/--decline) was not used: that question was answered \
+                 by its key, {:?}",
+                asked[n - 1]
+            ),
+            Some(_) => format!(
+                "question {key:?} (--answer/--decline) was never asked ({} question{} asked)",
+                asked.len(),
+                if asked.len() == 1 { " was" } else { "s were" }
+            ),
+            None => format!(
+                "question {key:?} (--answer/--decline) was never asked{}",
+                suggest::hint(&key, asked.iter().map(String::as_str))
+            ),
+        };
+        session.note(&format!("arctern: note: {note}"));
+    }
+    if let Some(problem) = session.take_problem() {
+        return Err(problem);
     }
     match outcome {
-        Ok(Exit::ToolError) if session.refused() => Ok(Exit::Input),
-        Ok(exit) => Ok(exit),
-        Err(e) => Err(session
-            .take_problem()
-            .unwrap_or_else(|| Failure::from_client(&e, what))),
+        Ok(value) => Ok(value),
+        Err(e) => Err(match session.urls_required(&e, what).await {
+            Some(f) => f,
+            None => Failure::from_client(&e, what),
+        }),
     }
 }
 
@@ -452,14 +522,14 @@ async fn call(a: CallArgs, format: Format) -> Result<Exit, Failure> {
     let what = format!("calling tool {tool_name:?}");
     let result = task_view::call(&client, &session, &tool_name, &arguments).await;
     let _ = client.close().await;
-    let result = result?;
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => return settle(&session, Err(e), &what),
-    };
-    session.progress.finish();
+    let result = settle(&session, result?, &what).await?;
     let exit = output::call_result(&tool_name, &result, &dir, format)?;
-    settle(&session, Ok(exit), &what)
+    // A declined or cancelled question kept the tool from finishing.
+    Ok(if exit == Exit::ToolError && session.refused() {
+        Exit::Input
+    } else {
+        exit
+    })
 }
 
 enum List {
@@ -471,7 +541,7 @@ enum List {
 
 async fn list(a: ListArgs, format: Format, what: List) -> Result<Exit, Failure> {
     let endpoint = Endpoint::resolve(a.url, &a.conn)?;
-    let (_session, client) = open(&endpoint, &a.conn, &AnswerArgs::default()).await?;
+    let (_session, client) = open(&endpoint, &a.conn, &AnswerArgs::offering(a.caps)).await?;
     let done = match what {
         List::Discover => inspect::discover(&client, format).await,
         List::Tools => client
@@ -484,23 +554,9 @@ async fn list(a: ListArgs, format: Format, what: List) -> Result<Exit, Failure> 
             .await
             .map(|p| inspect::prompts(&p, format))
             .map_err(|e| Failure::from_client(&e, "prompts/list")),
-        List::Resources => {
-            let caps = client.server_capabilities();
-            // A server without resources has nothing to list; asking would be an error.
-            if caps.as_ref().is_some_and(|c| c.resources.is_none()) {
-                inspect::resources(&[], &[], format);
-                Ok(())
-            } else {
-                match client.list_resources().await {
-                    Ok(r) => client
-                        .list_resource_templates()
-                        .await
-                        .map(|t| inspect::resources(&r, &t, format))
-                        .map_err(|e| Failure::from_client(&e, "resources/templates/list")),
-                    Err(e) => Err(Failure::from_client(&e, "resources/list")),
-                }
-            }
-        }
+        List::Resources => inspect::list_resources(&client)
+            .await
+            .map(|(r, t)| inspect::resources(&r, &t, format)),
     };
     let _ = client.close().await;
     done.map(|()| Exit::Ok)
@@ -512,14 +568,23 @@ async fn read(a: ReadArgs, format: Format) -> Result<Exit, Failure> {
     let (session, client) = open(&endpoint, &a.conn, &a.answers).await?;
     let what = format!("reading {uri}");
     let result = client.read_resource(&uri).await;
-    let _ = client.close().await;
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => return settle(&session, Err(e), &what),
+    // An unknown URI: the closest the server lists, asked only now that it failed.
+    let closest = match &result {
+        Err(e) if e.protocol_error().is_some() && !session.has_problem() => {
+            inspect::closest_resource(&client, &uri).await
+        }
+        _ => None,
     };
-    session.progress.finish();
+    let _ = client.close().await;
+    let result = settle(&session, result, &what).await.map_err(|mut f| {
+        if let Some(name) = closest {
+            f.message.push_str(&format!(" (did you mean {name:?}?)"));
+            f = f.with("didYouMean", serde_json::json!(name));
+        }
+        f
+    })?;
     inspect::read_result(&uri, &result, &dir, format)?;
-    settle(&session, Ok(Exit::Ok), &what)
+    Ok(Exit::Ok)
 }
 
 async fn prompt(a: PromptArgs, format: Format) -> Result<Exit, Failure> {
@@ -535,19 +600,14 @@ async fn prompt(a: PromptArgs, format: Format) -> Result<Exit, Failure> {
     let what = format!("getting prompt {name:?}");
     let result = client.get_prompt(&name, &arguments).await;
     let _ = client.close().await;
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => return settle(&session, Err(e), &what),
-    };
-    session.progress.finish();
+    let result = settle(&session, result, &what).await?;
     inspect::prompt_result(&name, &result, &dir, format)?;
-    settle(&session, Ok(Exit::Ok), &what)
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_is_consistent() {
@@ -577,5 +637,9 @@ mod tests {
         let help = call.render_long_help().to_string();
         assert!(help.contains("--answer region=eu-west-1"), "{help}");
         assert!(help.contains("4    input required"), "{help}");
+        assert!(
+            help.contains("--answer @1='{\"name\":\"Ada\"}' --decline @2"),
+            "{help}"
+        );
     }
 }

@@ -37,6 +37,14 @@ pub struct SavedFile {
     pub bytes: usize,
 }
 
+/// Whether what this program writes on stderr may carry colour and other styles (ANSI
+/// escapes): only on a terminal, and never when `NO_COLOR` is set to something
+/// (<https://no-color.org>). Logs, bold text in forms and the forms themselves follow it.
+pub fn stderr_styled() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Writes a line to stdout (or stderr), terminal-safe (server text passes through here); a
 /// closed pipe is not an error worth a panic.
 pub fn line(to_stderr: bool, text: &str) {

@@ -2,7 +2,6 @@
 //! (from pre-answers or the terminal), sampling (through `--sampling-command`), roots (from
 //! `--root`), with progress bars and log lines on stderr.
 
-use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +10,9 @@ use std::time::Duration;
 
 use arctern::ErrorKind;
 use arctern::client::{Client, ClientHandler, HandlerCapabilities, Input, StdioCommand};
+use arctern::types::ErrorCode;
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
+use arctern::types::legacy::UrlElicitationRequiredData;
 use arctern::types::logging::LoggingLevel;
 use arctern::types::roots::{ListRootsRequestParams, ListRootsResult, Root};
 use arctern::types::sampling::{CreateMessageRequestParams, CreateMessageResult};
@@ -23,6 +24,10 @@ use crate::exit::{Exit, Failure};
 use crate::form::{self, Asker, Reply};
 use crate::progress::Progress;
 use crate::sampling;
+
+/// What a handler's error says when a question is not answered. It may reach the server, so
+/// it is the same whatever the reason, which stays on this side (see [`Session::fail`]).
+const UNANSWERED: &str = "the question was not answered";
 
 /// Where the server is, besides the positional URL.
 #[derive(Debug, Clone, Args, Default)]
@@ -67,20 +72,10 @@ impl ConnectArgs {
     }
 }
 
-/// How the server's questions are answered.
-#[derive(Debug, Clone, Args)]
-pub struct AnswerArgs {
-    /// Answers question KEY without asking: a JSON object of the form's fields, or the
-    /// value alone when the form has one field (repeatable). For URL questions: accept,
-    /// decline or cancel.
-    #[arg(long = "answer", value_name = "KEY=VALUE")]
-    pub answers: Vec<String>,
-    /// Declines question KEY without asking (repeatable).
-    #[arg(long = "decline", value_name = "KEY")]
-    pub declines: Vec<String>,
-    /// Never show a form, even on a terminal: questions without --answer fail (exit 4).
-    #[arg(long)]
-    pub no_input: bool,
+/// What the client offers besides forms: the client's LLM and its roots. A server may list
+/// some tools only to clients that offer these, so the listing commands take them too.
+#[derive(Debug, Clone, Args, Default)]
+pub struct CapabilityArgs {
     /// A program that answers sampling requests: it gets the request as JSON on stdin and
     /// prints a CreateMessageResult JSON or plain text. Without it, sampling is refused.
     #[arg(long, value_name = "PROGRAM")]
@@ -89,9 +84,37 @@ pub struct AnswerArgs {
     /// the roots capability is not declared.
     #[arg(long = "root", value_name = "PATH|URI")]
     pub roots: Vec<String>,
+}
+
+/// How the server's questions are answered.
+#[derive(Debug, Clone, Args)]
+pub struct AnswerArgs {
+    /// Answers a question without asking: KEY is its key, or @N for the Nth question asked;
+    /// VALUE is a JSON object of the form's fields, or the value alone when the form has one
+    /// field (repeatable). For URL questions: accept, decline or cancel.
+    #[arg(long = "answer", value_name = "KEY=VALUE")]
+    pub answers: Vec<String>,
+    /// Declines a question without asking: its key, or @N (repeatable).
+    #[arg(long = "decline", value_name = "KEY")]
+    pub declines: Vec<String>,
+    /// Never show a form, even on a terminal: questions without --answer fail (exit 4).
+    #[arg(long)]
+    pub no_input: bool,
+    #[command(flatten)]
+    pub caps: CapabilityArgs,
     /// The least severe server log message to print on stderr.
     #[arg(long, value_name = "LEVEL", default_value = "info", value_parser = parse_level)]
     pub log_level: LoggingLevel,
+}
+
+impl AnswerArgs {
+    /// No answers: for the commands that only list, with what the client offers.
+    pub fn offering(caps: CapabilityArgs) -> Self {
+        AnswerArgs {
+            caps,
+            ..AnswerArgs::default()
+        }
+    }
 }
 
 impl Default for AnswerArgs {
@@ -100,8 +123,7 @@ impl Default for AnswerArgs {
             answers: Vec::new(),
             declines: Vec::new(),
             no_input: false,
-            sampling_command: None,
-            roots: Vec::new(),
+            caps: CapabilityArgs::default(),
             log_level: LoggingLevel::Info,
         }
     }
@@ -198,8 +220,9 @@ pub struct Session {
     endpoint: std::sync::OnceLock<String>,
     /// Whether the user let `--sampling-command` run (asked once, on a terminal).
     sampling_allowed: tokio::sync::OnceCell<bool>,
-    /// The keys of the forms asked so far.
-    asked: Mutex<BTreeSet<String>>,
+    /// The keys of the questions asked so far, in the order they were first asked: a
+    /// question's place (`@N`) is its index here plus one.
+    asked: Mutex<Vec<String>>,
 }
 
 impl Session {
@@ -207,7 +230,7 @@ impl Session {
     /// `--no-input`.
     pub fn new(args: &AnswerArgs) -> Result<Arc<Session>, Failure> {
         let pre = PreAnswers::parse(&args.answers, &args.declines).map_err(Failure::usage)?;
-        let sampling = match &args.sampling_command {
+        let sampling = match &args.caps.sampling_command {
             None => None,
             Some(c) => match shlex::split(c) {
                 Some(words) if !words.is_empty() => Some(words),
@@ -219,6 +242,7 @@ impl Session {
             },
         };
         let roots = args
+            .caps
             .roots
             .iter()
             .map(|r| root(r))
@@ -236,7 +260,7 @@ impl Session {
             refused: AtomicBool::new(false),
             endpoint: std::sync::OnceLock::new(),
             sampling_allowed: tokio::sync::OnceCell::new(),
-            asked: Mutex::new(BTreeSet::new()),
+            asked: Mutex::new(Vec::new()),
         }))
     }
 
@@ -292,12 +316,7 @@ impl Session {
                 builder.connect_stdio(command).await
             }
         };
-        connected.map_err(|e| {
-            Failure::new(
-                Exit::Connection,
-                format!("could not connect to {where_}: {e}"),
-            )
-        })
+        connected.map_err(|e| crate::exit::could_not_connect(&e, &where_))
     }
 
     /// The failure a question ran into, if any.
@@ -306,6 +325,14 @@ impl Session {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
+    }
+
+    /// Whether a question ran into a failure (see [`take_problem`](Self::take_problem)).
+    pub fn has_problem(&self) -> bool {
+        self.problem
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     /// Whether some question was declined or cancelled.
@@ -323,12 +350,33 @@ impl Session {
         self.progress.println(line);
     }
 
-    /// Records `f` (the first one wins) and turns it into the error a handler returns.
+    /// Records `f` (the first one wins) and turns it into the error a handler returns. That
+    /// error can reach the server (a 2025 server gets an error answer to its request, and
+    /// may show it back), so it says only that the question went unanswered: `f`, with
+    /// what is local (the command line, paths, the `--answer` hints, a sampling command's
+    /// output), stays on this side, where it decides the exit code.
     fn fail(&self, f: Failure) -> arctern::Error {
-        let error = arctern::Error::new(ErrorKind::InputRequired, f.message.clone());
         let mut slot = self.problem.lock().unwrap_or_else(|e| e.into_inner());
         slot.get_or_insert(f);
-        error
+        arctern::Error::new(ErrorKind::InputRequired, UNANSWERED)
+    }
+
+    /// The question with key `key` is asked: its place (from 1), and whether it was asked
+    /// before.
+    fn place(&self, key: &str) -> (usize, bool) {
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        match asked.iter().position(|k| k == key) {
+            Some(i) => (i + 1, true),
+            None => {
+                asked.push(key.to_owned());
+                (asked.len(), false)
+            }
+        }
+    }
+
+    /// The keys of the questions asked so far.
+    pub fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn refuse(&self, result: ElicitResult) -> ElicitResult {
@@ -339,28 +387,27 @@ impl Session {
     async fn elicit(&self, input: Input<ElicitRequestParams>) -> arctern::Result<ElicitResult> {
         let key = input.key().to_owned();
         let mut asker = self.asker(&input);
+        let (place, again) = self.place(&key);
         // A form asked again in one command did not take its answer; the server's message
         // says why. (A URL question may be asked again until the user finishes out of band.)
-        asker.again = matches!(input.params(), ElicitRequestParams::Form(_))
-            && !self
-                .asked
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key.clone());
-        match self.pre.lookup(&key) {
-            Some(Pre::Decline) => {
-                self.note(&format!("Declined question {key:?} (--decline)."));
+        asker.again = again && matches!(input.params(), ElicitRequestParams::Form(_));
+        // Messages name the question as the command line did: by its key, or its place.
+        match self.pre.lookup(&key, place) {
+            Some((given, Pre::Decline)) => {
+                self.note(&format!("Declined question {given:?} (--decline)."));
                 return Ok(self.refuse(ElicitResult::decline()));
             }
             // The same answer would be refused again: stop, and show the server's reason.
-            Some(Pre::Answer(_)) if asker.again => {
-                return Err(self.fail(not_accepted(&key, input.params())));
+            Some((given, Pre::Answer(_))) if asker.again => {
+                return Err(self.fail(not_accepted(given, input.params())));
             }
-            Some(Pre::Answer(raw)) => return self.pre_answer(&key, raw, input.params()),
+            Some((given, Pre::Answer(raw))) => {
+                return self.pre_answer(given, raw, input.params());
+            }
             None => {}
         }
         if !self.interactive {
-            return Err(self.fail(unanswered(&key, &asker, input.params())));
+            return Err(self.fail(unanswered(&key, place, &asker, input.params())));
         }
         // Shown on the terminal: no escape sequence of the server's gets through.
         let params = crate::sanitize::elicitation(input.params()).map_err(|why| {
@@ -470,6 +517,109 @@ impl Session {
     }
 }
 
+impl Session {
+    /// `-32042` "URL elicitation required" (2025-11-25): the request needs the user to open
+    /// pages first, listed in the error's `data.elicitations`. Each is shown like a URL
+    /// question (its message, its URL, the domain, the same warnings); on a terminal each web
+    /// page may be opened, with consent; nothing is opened otherwise. The command then stops
+    /// with exit 4: run it again once the pages are done. `None` for any other error.
+    pub async fn urls_required(&self, e: &arctern::Error, what: &str) -> Option<Failure> {
+        let obj = e
+            .protocol_error()
+            .filter(|o| o.code == ErrorCode::LEGACY_URL_ELICITATION_REQUIRED)?;
+        let pages = obj
+            .data
+            .clone()
+            .and_then(|d| serde_json::from_value::<UrlElicitationRequiredData>(d).ok())
+            .map(|d| d.elicitations)
+            .unwrap_or_default();
+        let reason = crate::sanitize::line(&obj.message).into_owned();
+        let server = self.endpoint.get().cloned().unwrap_or_default();
+        let (them, pages_n) = match pages.len() {
+            1 => ("it", "a page".to_owned()),
+            n => ("them", format!("{n} pages")),
+        };
+        let head = format!(
+            "{what}: the server at {server} needs you to open {pages_n} first (error -32042: \
+             {reason}){}",
+            if pages.is_empty() {
+                ", but names none (data.elicitations is missing or empty)"
+            } else {
+                ""
+            }
+        );
+        // Each page, numbered; `styled` for a terminal (the domain in bold).
+        let listing = |styled: bool| {
+            let mut out = String::new();
+            for (i, page) in pages.iter().enumerate() {
+                let message = crate::sanitize::line(&page.message);
+                out.push_str(&format!("\n  {}. {message}", i + 1));
+                for l in form::url_lines(&page.url, styled).0 {
+                    out.push_str(&format!("\n     {l}"));
+                }
+            }
+            out
+        };
+        let details: Vec<serde_json::Value> = pages
+            .iter()
+            .map(|p| {
+                json!({
+                    "message": p.message,
+                    "url": p.url,
+                    "domain": form::url_parts(&p.url).and_then(|u| u.host),
+                    "elicitationId": p.elicitation_id,
+                })
+            })
+            .collect();
+        let web: Vec<&str> = pages
+            .iter()
+            .filter(|p| form::url_lines(&p.url, false).1)
+            .map(|p| p.url.as_str())
+            .collect();
+        let mut opened = 0;
+        let mut text = if self.interactive && !web.is_empty() {
+            let _terminal = self.terminal.lock().await;
+            self.progress.clear();
+            // Written as is: every piece of server text in it is already made safe.
+            eprintln!("{head}{}", listing(true));
+            for (i, page) in pages.iter().enumerate() {
+                if !web.contains(&page.url.as_str()) {
+                    continue;
+                }
+                if pages.len() > 1 {
+                    eprintln!("Page {}:", i + 1);
+                }
+                let url = page.url.clone();
+                let consent = tokio::task::spawn_blocking(move || form::ask_open(&url)).await;
+                if matches!(consent, Ok(Ok(true))) {
+                    opened += 1;
+                }
+            }
+            format!("{what}: the server needs you to open {pages_n} first (above)")
+        } else {
+            format!("{head}{}", listing(false))
+        };
+        if !pages.is_empty() {
+            text.push_str(&if opened > 0 {
+                "\n  Finish there, then run the command again.".to_owned()
+            } else {
+                format!(
+                    "\n  Nothing was opened: open {them} yourself, finish there, then run the \
+                     command again."
+                )
+            });
+        }
+        Some(
+            Failure::new(Exit::Input, text)
+                .with("elicitations", json!(details))
+                .with(
+                    "protocolError",
+                    serde_json::to_value(obj).unwrap_or(serde_json::Value::Null),
+                ),
+        )
+    }
+}
+
 fn completions(n: usize) -> String {
     match n {
         1 => "an LLM completion".to_owned(),
@@ -524,43 +674,71 @@ fn not_accepted(key: &str, params: &ElicitRequestParams) -> Failure {
     .with("question", json!(message))
 }
 
-/// The failure for a question nobody may answer: it names the key and what it expects.
-fn unanswered(key: &str, asker: &Asker, params: &ElicitRequestParams) -> Failure {
+/// The failure for a question nobody may answer: it names the key and what it expects. A
+/// key of digits is a 2025 server's request id, which shifts with what the server asked
+/// before: the hint names the question by its place (`@N`) instead.
+fn unanswered(key: &str, place: usize, asker: &Asker, params: &ElicitRequestParams) -> Failure {
+    let by_place = format!("@{place}");
+    let selector = if !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) {
+        by_place.as_str()
+    } else {
+        key
+    };
     let head = format!(
-        "{} asks {:?} (question {key:?}, {}), and no answer was given (stdin is not a \
-         terminal, or --no-input)",
+        "{} asks {:?} (question {key:?}, the {} of this command, {}), and no answer was given \
+         (stdin is not a terminal, or --no-input)",
         asker.server,
         params.message(),
+        nth_question(place),
         asker.request
     );
-    match params {
+    let why = if selector == key {
+        String::new()
+    } else {
+        format!(
+            "\n  ({selector}: the question's place; its key {key:?} is the server's request id, \
+             which changes with what the server asks before)"
+        )
+    };
+    let failure = match params {
         ElicitRequestParams::Form(f) => {
             let schema = serde_json::to_string(&f.requested_schema).unwrap_or_default();
             let mut message = format!(
                 "{head}.\n  expected: {schema}\n  answer with --answer {}",
-                answers::example(key, &f.requested_schema)
+                answers::example(selector, &f.requested_schema)
             );
             if f.requested_schema.properties.len() == 1 {
-                message.push_str(&format!(" or --answer {key}=VALUE (one field)"));
+                message.push_str(&format!(" or --answer {selector}=VALUE (one field)"));
             }
-            message.push_str(&format!(", or pass --decline {key}"));
+            message.push_str(&format!(", or pass --decline {selector}{why}"));
             Failure::new(Exit::Input, message)
-                .with("key", json!(key))
                 .with("question", json!(f.message))
                 .with("requestedSchema", json!(f.requested_schema))
         }
         ElicitRequestParams::Url(u) => Failure::new(
             Exit::Input,
             format!(
-                "{head}.\n  it asks to open {}\n  answer with --answer {key}=accept (the URL is \
-                 printed, not opened), or pass --decline {key}",
+                "{head}.\n  it asks to open {}\n  answer with --answer {selector}=accept (the URL \
+                 is printed, not opened), or pass --decline {selector}{why}",
                 u.url
             ),
         )
-        .with("key", json!(key))
         .with("question", json!(u.message))
         .with("url", json!(u.url)),
-    }
+    };
+    failure.with("key", json!(key)).with("place", json!(place))
+}
+
+/// `1st question`, `2nd question`, … `11th question`, `21st question`.
+fn nth_question(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix} question")
 }
 
 /// The server as it calls itself, terminal-safe.
@@ -688,6 +866,23 @@ mod tests {
         assert!(r.uri.starts_with("file:///"), "{}", r.uri);
         assert!(r.uri.ends_with("/arctern%20cli%20root"), "{}", r.uri);
         assert_eq!(r.name.as_deref(), Some("arctern cli root"));
+    }
+
+    #[test]
+    fn questions_are_numbered_in_english() {
+        let n: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111]
+            .into_iter()
+            .map(nth_question)
+            .collect();
+        assert_eq!(
+            n.iter()
+                .map(|s| s.trim_end_matches(" question"))
+                .collect::<Vec<_>>(),
+            [
+                "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st",
+                "111th"
+            ]
+        );
     }
 
     #[test]

@@ -749,3 +749,127 @@ fn serve_auth_then_call_signs_in_steps_up_for_provision_and_completes_it() {
     let again = std::fs::read_to_string(dir.join("browser-visits.txt")).unwrap();
     assert_eq!(again.lines().count(), 2, "no new sign-in: {again}");
 }
+
+// ------------------------------------------------------------------ pages a request needs, colour
+
+/// A stand-in for the browser that only records the URL it was given.
+fn recording_browser(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("record-url.sh");
+    let record = dir.join("opened.txt");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn pages_a_request_needs_are_shown_and_opened_only_with_consent() {
+    // The official everything server answers -32042 with a page to open first.
+    let Some(peers) = common::everything() else {
+        return;
+    };
+    let dir = scratch("pty-url-required");
+    let _ = std::fs::remove_file(dir.join("opened.txt"));
+    let browser = recording_browser(&dir);
+    let stdio = peers.stdio();
+    let args = [
+        "call",
+        "--stdio",
+        stdio.as_str(),
+        "trigger-url-elicitation",
+        "--arg",
+        "url=https://example.com/start",
+        "--arg",
+        "errorPath=true",
+    ];
+    let env = [("BROWSER", browser.to_str().unwrap())];
+    let mut t = Terminal::spawn_with(&dir, &args, &env);
+    t.expect("needs you to open a page first (error -32042:");
+    t.expect("1. Open this link to satisfy the prerequisite, then retry the request.");
+    t.expect("URL:    https://modelcontextprotocol.io");
+    t.expect("Domain: modelcontextprotocol.io");
+    t.expect("Open the page?");
+    t.expect("nothing is opened unless you choose to");
+    assert!(!dir.join("opened.txt").exists(), "opened before consent");
+    t.send(ENTER);
+    t.expect("Finish there, then run the command again.");
+    assert_eq!(t.exit_code(), 4);
+    // The browser is started, not waited for: its record may come a moment later.
+    let deadline = Instant::now() + PATIENCE;
+    let opened = loop {
+        match std::fs::read_to_string(dir.join("opened.txt")) {
+            Ok(text) if text.ends_with('\n') => break text,
+            _ if Instant::now() > deadline => panic!("the browser was never started"),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    assert_eq!(opened, "https://modelcontextprotocol.io\n");
+
+    // Declining to open it: nothing is opened, the page is still named.
+    let _ = std::fs::remove_file(dir.join("opened.txt"));
+    let mut t = Terminal::spawn_with(&dir, &args, &env);
+    t.expect("Open the page?");
+    t.send(DOWN);
+    t.send(ENTER);
+    t.expect("Nothing was opened: open it yourself, finish there, then run the command again.");
+    assert_eq!(t.exit_code(), 4);
+    assert!(!dir.join("opened.txt").exists());
+}
+
+#[test]
+fn no_color_keeps_a_terminal_free_of_colour() {
+    // `arctern serve` logs a warning first; on a terminal it is coloured, unless NO_COLOR.
+    let dir = scratch("pty-no-color");
+    let warned = |env: &[(&str, &str)]| {
+        let mut t = Terminal::spawn_with(&dir, &["serve", "--port", "0"], env);
+        t.expect("listening on");
+        let raw = String::from_utf8_lossy(&t.screen.lock().unwrap()).into_owned();
+        raw.lines()
+            .find(|l| l.contains("request state is sealed"))
+            .unwrap_or_else(|| panic!("no warning:\n{raw}"))
+            .to_owned()
+    };
+    let coloured = warned(&[]);
+    assert!(coloured.contains("\x1b["), "{coloured:?}");
+    for value in ["1", "true"] {
+        let plain = warned(&[("NO_COLOR", value)]);
+        assert!(plain.contains("WARN"), "{plain:?}");
+        assert!(!plain.contains('\x1b'), "NO_COLOR={value}: {plain:?}");
+    }
+    // Set but empty means unset (no-color.org).
+    let empty = warned(&[("NO_COLOR", "")]);
+    assert!(empty.contains("\x1b["), "{empty:?}");
+
+    // The command's own styles too: a URL question shows the domain in bold, unless NO_COLOR.
+    let domain = |env: &[(&str, &str)]| {
+        let mut t = Terminal::spawn_with(&dir, &["call", billing(), "export"], env);
+        t.expect("Include anything else?");
+        t.send(ENTER);
+        t.expect("refunds");
+        t.send(DOWN);
+        t.send(" ");
+        t.send(ENTER);
+        t.expect("extras: receipts");
+        t.expect("Open it in the browser");
+        let raw = String::from_utf8_lossy(&t.screen.lock().unwrap()).into_owned();
+        t.send(CTRL_C);
+        let _ = t.exit_code();
+        raw.lines()
+            .find(|l| l.contains("Domain: "))
+            .unwrap_or_else(|| panic!("no domain:\n{raw}"))
+            .to_owned()
+    };
+    assert!(
+        domain(&[]).contains("Domain: \x1b[1mbilling.example.com"),
+        "bold on a terminal"
+    );
+    let plain = domain(&[("NO_COLOR", "1")]);
+    assert!(plain.contains("Domain: billing.example.com"), "{plain:?}");
+}

@@ -990,3 +990,205 @@ fn fixture_inspection() {
         "{r:?}"
     );
 }
+
+#[test]
+fn completions_for_every_shell() {
+    let r = run(&["completions", "bash"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.starts_with("_arctern() {"), "{r:?}");
+    assert!(r.stdout.contains("complete -F _arctern"), "{r:?}");
+    for subcommand in ["serve", "call", "tools", "read", "login", "completions"] {
+        assert!(r.stdout.contains(subcommand), "{subcommand}: {r:?}");
+    }
+    #[cfg(unix)]
+    if let Some(bash) = bash() {
+        // Loaded into bash, it completes a subcommand and a flag.
+        let script = scratch("completions").join("arctern.bash");
+        std::fs::write(&script, &r.stdout).unwrap();
+        let complete = |words: &str, current: usize| {
+            let out = std::process::Command::new(&bash)
+                .arg("-c")
+                .arg(format!(
+                    "source '{}'; COMP_WORDS=({words}); COMP_CWORD={current}; \
+                     _arctern arctern \"${{COMP_WORDS[{current}]}}\" \
+                     \"${{COMP_WORDS[{}]}}\"; echo \"${{COMPREPLY[*]}}\"",
+                    script.display(),
+                    current - 1
+                ))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        assert_eq!(complete("arctern ca", 1), "call");
+        assert_eq!(complete("arctern compl", 1), "completions");
+        assert_eq!(complete("arctern call --ans", 2), "--answer");
+        assert_eq!(
+            complete("arctern tools --sampling", 2),
+            "--sampling-command"
+        );
+    }
+    for (shell, mark) in [
+        ("zsh", "#compdef arctern"),
+        ("fish", "complete -c arctern"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[arctern]"),
+    ] {
+        let r = run(&["completions", shell]);
+        assert_eq!(r.code, 0, "{shell}: {r:?}");
+        assert!(r.stdout.contains(mark), "{shell}: {r:?}");
+    }
+    let r = run(&["completions", "tcsh"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("possible values: bash"), "{r:?}");
+}
+
+/// A `bash` to load the completion script into, when the machine has one.
+#[cfg(unix)]
+fn bash() -> Option<std::path::PathBuf> {
+    ["/bin/bash", "/usr/bin/bash"]
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn a_mistyped_name_gets_a_suggestion() {
+    let demo = Demo::start();
+    let r = run(&["call", demo.url(), "provison", "--arg", "name=orders"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "arctern: the server has no tool \"provison\" (did you mean \"provision\"?); it has: \
+             provision,"
+        ),
+        "{r:?}"
+    );
+    // Both deploy and note are listed (they were missing from the README's list).
+    assert!(
+        r.stderr.contains("deploy") && r.stderr.contains("note"),
+        "{r:?}"
+    );
+    let r = run(&["prompt", demo.url(), "breifing"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("(did you mean \"briefing\"?)"), "{r:?}");
+    // An --answer field, and an --answer key that no question had.
+    let r = run(&[
+        "call",
+        demo.url(),
+        "provision",
+        "--arg",
+        "name=orders",
+        "--answer",
+        r#"region={"regoin":"eu-west-1"}"#,
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("the form has no field \"regoin\" (did you mean \"region\"?)"),
+        "{r:?}"
+    );
+    let r = run(&[
+        "call",
+        demo.url(),
+        "provision",
+        "--arg",
+        "name=orders",
+        "--answer",
+        "regoin=eu-west-1",
+    ]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "note: question \"regoin\" (--answer/--decline) was never asked (did you mean \
+             \"region\"?)"
+        ),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn an_unknown_or_repeated_arg_is_named() {
+    let demo = Demo::start();
+    // The unknown key is named, with the parameter it was likely meant for.
+    let r = run(&["call", demo.url(), "provision", "--arg", "nme=orders"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "arctern: --arg nme: the tool has no parameter \"nme\" (did you mean \"name\"?); it \
+             takes: name"
+        ),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr.contains("missing required argument: name"),
+        "{r:?}"
+    );
+    // Given twice: refused, not last-wins.
+    let r = run(&[
+        "call",
+        demo.url(),
+        "echo",
+        "--arg",
+        "text=hi",
+        "--arg",
+        "text=there",
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+    assert!(r.stderr.contains("--arg text is given twice"), "{r:?}");
+    // A prompt's arguments too.
+    let r = run(&["prompt", demo.url(), "briefing", "--arg", "tpoic=MRTR"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("(did you mean \"topic\"?)"), "{r:?}");
+}
+
+#[test]
+fn a_wrong_path_gets_one_message_with_the_endpoint_to_try() {
+    let demo = Demo::start();
+    let wrong = demo.url().replace("/mcp", "/wrong");
+    let root = demo.url().trim_end_matches("/mcp").to_owned();
+    let r = run(&["tools", &wrong]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert_eq!(
+        r.stderr,
+        format!(
+            "arctern: could not connect to {wrong}: the server answered HTTP 404 Not Found \
+             without an MCP response: nothing serves MCP at this path. Is the MCP endpoint at \
+             /mcp ({root}/mcp)?\n"
+        ),
+        "{r:?}"
+    );
+    let r = run(&["tools", &wrong, "--output", "json"]);
+    assert_eq!(r.json()["error"]["httpStatus"], 404, "{r:?}");
+}
+
+#[test]
+fn logs_carry_no_colour_when_stderr_is_not_a_terminal() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(common::ARCTERN)
+        .args(["serve", "--port", "0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut before = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let done = line.contains("listening on");
+        before.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let warn = before
+        .iter()
+        .find(|l| l.contains("request state is sealed with a key of this process only"))
+        .unwrap_or_else(|| panic!("no warning: {before:?}"));
+    assert!(warn.contains(" WARN "), "{warn:?}");
+    assert!(!before.iter().any(|l| l.contains('\x1b')), "{before:?}");
+}

@@ -351,6 +351,44 @@ async fn detects_a_legacy_stdio_server_and_answers_its_requests() {
 }
 
 #[tokio::test]
+async fn a_handler_s_error_stays_local_and_the_server_gets_a_generic_one() {
+    // What a handler knows is this side's business: a command line with a key, a path.
+    const SECRET: &str = "docker run -e API_KEY=sk-live-123 image (at /home/ada/work)";
+    fn fail<T>() -> arctern::Result<T> {
+        Err(arctern::Error::new(ErrorKind::InputRequired, SECRET))
+    }
+    let builder = Client::builder()
+        .request_timeout(PATIENCE)
+        .on_elicit(move |_| std::future::ready(fail()))
+        .on_sample(move |_| std::future::ready(fail()))
+        .on_roots(move |_| std::future::ready(fail()));
+    let (client, _rx) = stdio_pair(builder, Probe::MethodNotFound, "2025-11-25").await;
+    let client = client.unwrap();
+    let result = client.call_tool("ask", json!({})).await.unwrap();
+    let text = serde_json::to_value(&result.content).unwrap()[0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !text.contains("API_KEY") && !text.contains("/home/ada"),
+        "{text}"
+    );
+    let answers: Value = serde_json::from_str(&text).unwrap();
+    for (answer, method) in [
+        ("elicit", "elicitation/create"),
+        ("sample", "sampling/createMessage"),
+        ("roots", "roots/list"),
+    ] {
+        assert_eq!(
+            answers[answer]["error"],
+            json!({"code": -32603, "message": format!("the client did not answer {method}")}),
+            "{answers}"
+        );
+    }
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_silent_probe_falls_back_to_initialize() {
     let seen = Shared::default();
     let builder = builder(&seen).probe_timeout(Duration::from_millis(200));

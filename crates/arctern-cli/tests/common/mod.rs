@@ -342,3 +342,84 @@ pub fn vault() -> &'static str {
         serve(server)
     })
 }
+
+/// The cache folder of `scripts/everything-env.sh`, under the user's cache directory.
+const EVERYTHING: &str = "arctern/server-everything-2026.8.31";
+
+/// The third-party peers installed by `scripts/everything-env.sh`: the official MCP
+/// "everything" test server (npm `@modelcontextprotocol/server-everything` 2026.8.31,
+/// TypeScript SDK 1.x, protocol 2025-11-25) and `two-questions.mjs` on the same SDK.
+pub struct Everything {
+    dir: PathBuf,
+}
+
+impl Everything {
+    /// The `--stdio` command line of the everything server.
+    pub fn stdio(&self) -> String {
+        format!("node {} stdio", quote(&self.entry()))
+    }
+
+    /// The everything server's entry point.
+    pub fn entry(&self) -> PathBuf {
+        self.dir
+            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+    }
+
+    /// The `--stdio` command line of `two-questions.mjs`.
+    pub fn two_questions(&self) -> String {
+        format!("node {}", quote(&self.dir.join("two-questions.mjs")))
+    }
+}
+
+/// A path as one shell word.
+pub fn quote(path: &Path) -> String {
+    shlex::try_quote(&path.to_string_lossy())
+        .expect("a path without NUL")
+        .into_owned()
+}
+
+/// The peers of [`Everything`]: from `ARCTERN_EVERYTHING` (the folder the script prints),
+/// else from the script's cache. `None` (after a loud notice) when neither is there or `node`
+/// is missing, unless `ARCTERN_REQUIRE_NODE=1` (set by `scripts/test.sh`), which makes that
+/// a failure.
+pub fn everything() -> Option<Everything> {
+    let required = std::env::var("ARCTERN_REQUIRE_NODE").is_ok_and(|v| v == "1");
+    let dir = match std::env::var_os("ARCTERN_EVERYTHING").filter(|v| !v.is_empty()) {
+        Some(explicit) => Some(PathBuf::from(explicit)),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|cache| cache.join(EVERYTHING)),
+    };
+    let peers = dir
+        .map(|dir| Everything { dir })
+        .filter(|p| p.dir.join(".arctern-ready").is_file() && p.entry().is_file());
+    let node = Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if let Some(peers) = peers.filter(|_| node) {
+        return Some(peers);
+    }
+    assert!(
+        !required,
+        "ARCTERN_REQUIRE_NODE=1 but the everything server cannot run: {}",
+        if node {
+            "it is not installed (run scripts/everything-env.sh, or set ARCTERN_EVERYTHING)"
+        } else {
+            "node is not on the PATH"
+        }
+    );
+    // Straight to the process's stderr: the test harness captures `eprintln!`, and a skip
+    // must not go unnoticed.
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr().lock(),
+        b"\n*** SKIPPED: test against the official MCP everything server: it is not installed \
+          (or node is missing).\n*** Run scripts/everything-env.sh once (scripts/test.sh does), \
+          or set ARCTERN_EVERYTHING.\n\n",
+    );
+    None
+}

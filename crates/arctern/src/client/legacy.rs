@@ -564,12 +564,18 @@ impl Client {
         let key = parsed
             .input_key()
             .map_or_else(|| request.id.to_string(), str::to_owned);
+        // A handler's error is local (a path, a command line, what the user typed): it
+        // stays in this process's log, and the server learns only which request went
+        // unanswered.
         let answer = self
             .inner
             .handlers
             .answer(key, input, origin, negotiated.server_info.clone(), 1)
             .await
-            .map_err(|e| ErrorObject::internal_error(e.to_string()))?;
+            .map_err(|e| {
+                tracing::debug!(method = %request.method, error = %e, "a handler did not answer");
+                ErrorObject::internal_error(format!("the client did not answer {}", request.method))
+            })?;
         serde_json::to_value(&answer)
             .map_err(|e| ErrorObject::internal_error(format!("could not encode the answer: {e}")))
     }

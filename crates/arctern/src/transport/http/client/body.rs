@@ -223,9 +223,10 @@ impl Stream for JsonStream {
                     this.ended = true;
                     this.parse_available(true);
                     if !this.yielded && this.ready.is_empty() && !this.status.is_success() {
+                        // The status is the error's source, which its display appends.
                         this.ready.push_back(Err(status_error(
                             this.status,
-                            format!("HTTP {} with no JSON-RPC body", this.status),
+                            "no JSON-RPC message in the response".to_owned(),
                         )));
                     }
                 }
