@@ -374,6 +374,7 @@ impl Session {
         let reply = tokio::task::spawn_blocking(move || match &params {
             ElicitRequestParams::Form(f) => form::ask_form(&asker, f),
             ElicitRequestParams::Url(u) => form::ask_url(&asker, u),
+            _ => Err("this kind of question cannot be shown".to_owned()),
         })
         .await
         .map_err(|e| self.fail(Failure::new(Exit::Local, format!("the form failed: {e}"))))?
@@ -429,6 +430,9 @@ impl Session {
                         .with("url", json!(u.url)),
                 )),
             },
+            _ => Err(self.fail(Failure::usage(format!(
+                "--answer {key}: this kind of question cannot be answered"
+            )))),
         }
     }
 
@@ -560,6 +564,7 @@ fn unanswered(key: &str, asker: &Asker, params: &ElicitRequestParams) -> Failure
         .with("key", json!(key))
         .with("question", json!(u.message))
         .with("url", json!(u.url)),
+        _ => Failure::new(Exit::Input, format!("{head}.")).with("key", json!(key)),
     }
 }
 

@@ -17,6 +17,7 @@ use crate::result::{CacheScope, Cursor, ResultType};
 /// A tool the client can call (`Tool`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Tool {
     /// Programmatic name, unique on the server. Should be 1–128 characters of
     /// `[A-Za-z0-9_.-]`.
@@ -42,6 +43,10 @@ pub struct Tool {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came:
+    /// for example `execution` (`{"taskSupport": "required"}`) of a 2025-11-25 server.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl Tool {
@@ -87,6 +92,7 @@ impl Tool {
 /// Hints about a tool's behaviour (`ToolAnnotations`). Untrusted unless the server is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// Human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,6 +109,46 @@ pub struct ToolAnnotations {
     /// The tool interacts with an open world of external entities (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ToolAnnotations {
+    /// No hints yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the human-readable name.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Says whether the tool leaves its environment unchanged.
+    pub fn with_read_only_hint(mut self, read_only: bool) -> Self {
+        self.read_only_hint = Some(read_only);
+        self
+    }
+
+    /// Says whether the tool may perform destructive updates.
+    pub fn with_destructive_hint(mut self, destructive: bool) -> Self {
+        self.destructive_hint = Some(destructive);
+        self
+    }
+
+    /// Says whether repeating a call with the same arguments has no further effect.
+    pub fn with_idempotent_hint(mut self, idempotent: bool) -> Self {
+        self.idempotent_hint = Some(idempotent);
+        self
+    }
+
+    /// Says whether the tool interacts with an open world of external entities.
+    pub fn with_open_world_hint(mut self, open_world: bool) -> Self {
+        self.open_world_hint = Some(open_world);
+        self
+    }
 }
 
 /// Params of `tools/list` (`PaginatedRequestParams`).
@@ -112,6 +158,7 @@ pub type ListToolsRequestParams = PaginatedRequestParams;
 /// carries `inputResponses` and/or `requestState`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CallToolRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
@@ -132,6 +179,9 @@ pub struct CallToolRequestParams {
         deserialize_with = "crate::mrtr::echoed_state"
     )]
     pub request_state: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl CallToolRequestParams {
@@ -154,6 +204,7 @@ impl CallToolRequestParams {
 /// The result of `tools/list` (`ListToolsResult`). Cacheable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListToolsResult {
     /// Always `"complete"`.
     #[serde(default)]
@@ -206,6 +257,7 @@ impl_cacheable!(ListToolsResult);
 /// errors instead.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CallToolResult {
     /// Always `"complete"` for this type.
     #[serde(default)]

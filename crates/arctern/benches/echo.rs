@@ -39,9 +39,11 @@ fn body(tool: &str, arguments: &str) -> Vec<u8> {
 
 fn server() -> Server<McpHandler> {
     McpServer::new("arctern-bench")
-        .tool("echo", "Echoes the text.", |Args(e): Args<Echo>| async move {
-            e.text
-        })
+        .tool(
+            "echo",
+            "Echoes the text.",
+            |Args(e): Args<Echo>| async move { e.text },
+        )
         .tool("count", "Counts.", |Args(c): Args<Count>| async move {
             c.steps.to_string()
         })

@@ -445,23 +445,17 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         let r = &this.registry;
         let caps = &mut config.capabilities;
         if this.enable.tools || !r.tools.is_empty() {
-            caps.tools = Some(ToolsCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            });
+            caps.tools = Some(ToolsCapability::default().with_list_changed(true));
         }
         if this.enable.prompts || !r.prompts.is_empty() {
-            caps.prompts = Some(PromptsCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            });
+            caps.prompts = Some(PromptsCapability::default().with_list_changed(true));
         }
         if this.enable.resources || !r.resources.is_empty() || !r.templates.is_empty() {
-            caps.resources = Some(ResourcesCapability {
-                list_changed: Some(true),
-                subscribe: Some(true),
-                ..Default::default()
-            });
+            caps.resources = Some(
+                ResourcesCapability::default()
+                    .with_list_changed(true)
+                    .with_subscribe(true),
+            );
         }
         if this.completer.is_some() {
             caps.completions = Some(JsonObject::new());

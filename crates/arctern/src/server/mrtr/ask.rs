@@ -465,6 +465,7 @@ pub(crate) fn with_reason(question: &InputRequest, reason: &str) -> InputRequest
         let message = match &mut e.params {
             ElicitRequestParams::Form(f) => &mut f.message,
             ElicitRequestParams::Url(u) => &mut u.message,
+            _ => return question,
         };
         message.push_str("\n\n");
         message.push_str(reason);
@@ -491,6 +492,7 @@ pub(crate) fn check(question: &InputRequest, response: &InputResponse) -> Result
                 InputRequestKind::Elicitation => "an elicitation result",
                 InputRequestKind::Sampling => "a completion",
                 InputRequestKind::Roots => "a list of roots",
+                _ => "the answer the question asks for",
             }
         )),
     }
