@@ -404,7 +404,7 @@ fn accepted_field<'a>(key: &str, response: &'a InputResponse) -> Result<&'a Elic
         .as_elicit()
         .and_then(|e| e.content.as_ref())
         .and_then(|c| c.get(key))
-        .ok_or_else(|| format!("{key}: an answer is required"))
+        .ok_or_else(|| format!("{key}: a value is required"))
 }
 
 fn read_form<T: DeserializeOwned>(_key: &str, response: &InputResponse) -> Result<T, String> {
