@@ -5,7 +5,10 @@
 //!   the JSON-RPC envelope, then its params with their `_meta`; and the second round of a
 //!   multi round-trip call (an answer and a `requestState`);
 //! * `result/*` — the echo reply: serializing the response, and a client reading it back;
-//! * `tools_list/*` — a page of 20 tools, parsed by a client and written by a server.
+//! * `tools_list/*` — a page of 20 tools, parsed by a client and written by a server;
+//! * `check/*` — checking a call's arguments against the tool's compiled `inputSchema`
+//!   (what `McpServer` does before every call), for the echo tool and for arguments with
+//!   bounds, a pattern and a nested list.
 
 use std::hint::black_box;
 
@@ -127,5 +130,27 @@ fn tools_list(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, request, result, tools_list);
+fn check(c: &mut Criterion) {
+    let compile = |schema: serde_json::Value| {
+        arctern_types::check::Checker::compile(schema.as_object().unwrap()).unwrap()
+    };
+    let echo = compile(json!({"type": "object", "properties": {
+        "text": {"type": "string", "description": "The text to echo."}}, "required": ["text"]}));
+    let order = compile(json!({"type": "object", "properties": {
+        "city": {"type": "string", "minLength": 2, "maxLength": 40},
+        "postcode": {"type": "string", "pattern": "^[0-9]{4,5}$"},
+        "items": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
+            "sku": {"type": "string"}, "quantity": {"type": "integer", "minimum": 1,
+            "format": "uint32"}}, "required": ["sku", "quantity"]}}},
+        "required": ["city", "postcode", "items"]}));
+    let echo_args = json!({"text": "c7-12345"});
+    let order_args = json!({"city": "Oslo", "postcode": "0150", "items": [
+        {"sku": "a", "quantity": 1}, {"sku": "b", "quantity": 2}, {"sku": "c", "quantity": 3}]});
+    let mut g = c.benchmark_group("check");
+    g.bench_function("echo", |b| b.iter(|| echo.check(black_box(&echo_args))));
+    g.bench_function("order", |b| b.iter(|| order.check(black_box(&order_args))));
+    g.finish();
+}
+
+criterion_group!(benches, request, result, tools_list, check);
 criterion_main!(benches);

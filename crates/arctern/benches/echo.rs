@@ -1,12 +1,14 @@
 //! Benchmark of one `tools/call` through the engine, in process: the bytes of a request in,
 //! the bytes of its response out (`Server::handle_bytes`), for an echo tool as the load
-//! generator of `bench/` calls it, and for a tool whose argument has bounds.
+//! generator of `bench/` calls it, and for a tool whose argument has bounds; each with the
+//! argument check on (the default) and off, to show what checking the arguments against
+//! the tool's `inputSchema` costs.
 
 use std::hint::black_box;
 
 use arctern::server::connection::{Reply, RequestOrigin, TransportKind};
 use arctern::server::extract::Args;
-use arctern::server::{McpHandler, McpServer, Server};
+use arctern::server::{ArgumentCheck, McpHandler, McpServer, Server};
 use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -37,8 +39,9 @@ fn body(tool: &str, arguments: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn server() -> Server<McpHandler> {
+fn server(check: ArgumentCheck) -> Server<McpHandler> {
     McpServer::new("arctern-bench")
+        .argument_check(check)
         .tool(
             "echo",
             "Echoes the text.",
@@ -66,12 +69,19 @@ fn bench(c: &mut Criterion) {
         .unwrap();
     let echo = body("echo", r#"{"text":"c7-12345"}"#);
     let count = body("count", r#"{"steps":42}"#);
-    let server = server();
     let mut g = c.benchmark_group("tools_call");
-    g.bench_function("echo", |b| b.iter(|| call(&rt, &server, black_box(&echo))));
-    g.bench_function("bounded", |b| {
-        b.iter(|| call(&rt, &server, black_box(&count)))
-    });
+    for (name, check) in [
+        ("checked", ArgumentCheck::ToolError),
+        ("unchecked", ArgumentCheck::Off),
+    ] {
+        let server = server(check);
+        g.bench_function(format!("echo/{name}"), |b| {
+            b.iter(|| call(&rt, &server, black_box(&echo)))
+        });
+        g.bench_function(format!("bounded/{name}"), |b| {
+            b.iter(|| call(&rt, &server, black_box(&count)))
+        });
+    }
     g.finish();
 }
 
