@@ -156,7 +156,11 @@ pub type ListToolsRequestParams = PaginatedRequestParams;
 
 /// Params of `tools/call` (`CallToolRequestParams`). A multi round-trip request: a retry
 /// carries `inputResponses` and/or `requestState`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+//
+// Deserialize is written by hand: these params are parsed on every call, and
+// `#[serde(flatten)]` would route every member through serde's buffering; here a known
+// member is read straight into its field and only an unknown one is kept as a `Value`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CallToolRequestParams {
@@ -182,6 +186,115 @@ pub struct CallToolRequestParams {
     /// Members this type does not model, kept as received and written back as they came.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+impl<'de> Deserialize<'de> for CallToolRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, MapAccess, Visitor};
+
+        struct Params;
+
+        /// A member name, matched without allocating; only an unknown one is copied.
+        enum Key<'de> {
+            Meta,
+            Name,
+            Arguments,
+            InputResponses,
+            RequestState,
+            Other(std::borrow::Cow<'de, str>),
+        }
+
+        impl<'de> Key<'de> {
+            fn of(name: &str) -> Option<Key<'de>> {
+                Some(match name {
+                    "_meta" => Key::Meta,
+                    "name" => Key::Name,
+                    "arguments" => Key::Arguments,
+                    "inputResponses" => Key::InputResponses,
+                    "requestState" => Key::RequestState,
+                    _ => return None,
+                })
+            }
+        }
+
+        impl<'de> Deserialize<'de> for Key<'de> {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct KeyVisitor;
+                impl<'de> Visitor<'de> for KeyVisitor {
+                    type Value = Key<'de>;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a member name")
+                    }
+                    fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                        Ok(Key::of(v).unwrap_or(Key::Other(v.into())))
+                    }
+                    fn visit_str<E: Error>(self, v: &str) -> Result<Key<'de>, E> {
+                        Ok(Key::of(v).unwrap_or_else(|| Key::Other(v.to_owned().into())))
+                    }
+                    fn visit_string<E: Error>(self, v: String) -> Result<Key<'de>, E> {
+                        Ok(Key::of(&v).unwrap_or(Key::Other(v.into())))
+                    }
+                }
+                d.deserialize_identifier(KeyVisitor)
+            }
+        }
+
+        impl<'de> Visitor<'de> for Params {
+            type Value = CallToolRequestParams;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("tools/call params (an object)")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut params = CallToolRequestParams::default();
+                let (mut meta, mut name, mut arguments, mut responses, mut state) =
+                    (false, false, false, false, false);
+                let once = |seen: &mut bool, field: &'static str| {
+                    if std::mem::replace(seen, true) {
+                        Err(A::Error::duplicate_field(field))
+                    } else {
+                        Ok(())
+                    }
+                };
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    match key {
+                        Key::Meta => {
+                            once(&mut meta, "_meta")?;
+                            params.meta = map.next_value()?;
+                        }
+                        Key::Name => {
+                            once(&mut name, "name")?;
+                            params.name = map.next_value()?;
+                        }
+                        Key::Arguments => {
+                            once(&mut arguments, "arguments")?;
+                            params.arguments = map.next_value()?;
+                        }
+                        Key::InputResponses => {
+                            once(&mut responses, "inputResponses")?;
+                            params.input_responses = map.next_value()?;
+                        }
+                        // Present means a string: `null` is refused like any non-string.
+                        Key::RequestState => {
+                            once(&mut state, "requestState")?;
+                            params.request_state = Some(map.next_value::<String>()?);
+                        }
+                        Key::Other(key) => {
+                            let value = map.next_value::<Value>()?;
+                            params.extra.insert(key.into_owned(), value);
+                        }
+                    }
+                }
+                if !name {
+                    return Err(A::Error::missing_field("name"));
+                }
+                Ok(params)
+            }
+        }
+
+        d.deserialize_map(Params)
+    }
 }
 
 impl CallToolRequestParams {
@@ -545,6 +658,39 @@ mod tests {
         }
         let r: CallToolResult = serde_json::from_value(json!({"content": []})).unwrap();
         assert_eq!(r.structured_content, None);
+    }
+
+    #[test]
+    fn call_params_keep_unknown_members_and_refuse_what_serde_refused() {
+        let v = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+                       "name": "t", "arguments": {"a": 1}, "requestState": "s",
+                       "task": {"ttl": 60000}, "x-trace": [1, "two"]});
+        let p: CallToolRequestParams = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(p.extra["task"], json!({"ttl": 60000}));
+        assert_eq!(serde_json::to_value(&p).unwrap(), v);
+        let p: CallToolRequestParams = serde_json::from_str(r#"{"name": "t"}"#).unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.arguments, p.extra.len()),
+            ("t", None, 0)
+        );
+        for (bad, why) in [
+            (json!({"arguments": {}}), "missing field `name`"),
+            (
+                json!({"name": "t", "requestState": null}),
+                "invalid type: null",
+            ),
+            (
+                json!({"name": "t", "arguments": []}),
+                "invalid type: sequence",
+            ),
+            (json!([]), "tools/call params"),
+        ] {
+            let e = serde_json::from_value::<CallToolRequestParams>(bad).unwrap_err();
+            assert!(e.to_string().contains(why), "{e}");
+        }
+        let e = serde_json::from_str::<CallToolRequestParams>(r#"{"name": "a", "name": "b"}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("duplicate field `name`"), "{e}");
     }
 
     #[test]
