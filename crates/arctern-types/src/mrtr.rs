@@ -80,6 +80,8 @@ impl fmt::Display for InputRequestKind {
 /// Deserializing reads `method` first: `elicitation/create`, `sampling/createMessage` and
 /// `roots/list` decode the matching request; any other method is rejected (no other request
 /// may be smuggled into `inputRequests`).
+// Wire data held briefly; boxing the large variant would only make matching clumsier.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum InputRequest {

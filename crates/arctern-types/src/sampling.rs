@@ -160,6 +160,8 @@ impl SamplingMessage {
 /// The `content` of a [`SamplingMessage`] or [`CreateMessageResult`]: one block or an array
 /// of blocks. Deserializing picks by JSON type (object or array), and the form received is
 /// kept on the way out.
+// Wire data held briefly; boxing the large variant would only make matching clumsier.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum SamplingMessageContent {
     /// A single block (an object on the wire).

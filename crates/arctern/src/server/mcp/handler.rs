@@ -266,9 +266,9 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
             match registry.tools.get(&params.name) {
                 Some(entry) => {
                     self.admit(&entry.scopes, &ctx, &params.name)?;
-                    if let Err(refusal) = entry
+                    if let Some(refusal) = entry
                         .def
-                        .check_arguments(self.inner.argument_check, &mut params.arguments)
+                        .refuse_arguments(self.inner.argument_check, &mut params.arguments)
                     {
                         return refusal;
                     }

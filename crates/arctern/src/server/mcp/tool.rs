@@ -225,19 +225,19 @@ impl ToolDef {
         }
     }
 
-    /// Checks a call's arguments (absent arguments are `{}`); `Err` is the answer to give
+    /// Checks a call's arguments (absent arguments are `{}`); `Some` is the answer to give
     /// instead of running the handler.
-    pub(crate) fn check_arguments(
+    pub(crate) fn refuse_arguments(
         &self,
         server: ArgumentCheck,
         arguments: &mut Option<JsonObject>,
-    ) -> Result<(), HandlerResult<Outcome<CallToolResult>>> {
+    ) -> Option<HandlerResult<Outcome<CallToolResult>>> {
         let mode = self.argument_check(server);
         let ArgumentsChecker::Compiled(checker) = &self.checker else {
-            return Ok(());
+            return None;
         };
         if mode == ArgumentCheck::Off {
-            return Ok(());
+            return None;
         }
         // Checked in place: the map goes into a `Value` for the checker and back out.
         let value = Value::Object(arguments.take().unwrap_or_default());
@@ -245,7 +245,7 @@ impl ToolDef {
         if let Value::Object(map) = value {
             *arguments = Some(map);
         }
-        verdict.map_err(|e| self.refuse(mode, &e))
+        verdict.err().map(|e| self.refuse(mode, &e))
     }
 
     fn refuse(
