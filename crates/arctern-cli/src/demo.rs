@@ -91,11 +91,14 @@ async fn config(Args(vars): Args<ConfigVars>, Answer(reveal): Answer<RevealConfi
 #[derive(Deserialize, JsonSchema)]
 pub struct SlowCount {
     /// How many steps (1 to 100).
+    #[schemars(range(min = 1, max = 100))]
     pub steps: u32,
 }
 
+/// The bounds are in the schema, which the server checks before the handler runs: a call
+/// with `steps: 500` is refused naming `steps`, rather than counting to 100.
 async fn slow_count(ctx: RequestContext, Args(a): Args<SlowCount>) -> String {
-    let steps = a.steps.clamp(1, 100);
+    let steps = a.steps;
     for step in 1..=steps {
         tokio::time::sleep(Duration::from_millis(100)).await;
         ctx.progress(
@@ -115,6 +118,7 @@ pub struct DeployArgs {
     pub service: String,
     /// How many build steps run before it asks (1 to 100; 300 ms each).
     #[serde(default = "default_steps")]
+    #[schemars(range(min = 1, max = 100))]
     pub steps: u32,
 }
 
@@ -125,7 +129,7 @@ fn default_steps() -> u32 {
 /// A long job run as a task: build steps with progress, one question mid-way (asked through
 /// `tasks/get`, answered through `tasks/update`), and cooperative cancellation.
 async fn deploy(task: TaskHandle, Args(a): Args<DeployArgs>) -> Result<String, TaskError> {
-    let steps = a.steps.clamp(1, 100);
+    let steps = a.steps;
     let total = u64::from(steps) + 1;
     for step in 1..=steps {
         task.progress(

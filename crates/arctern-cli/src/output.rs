@@ -270,6 +270,9 @@ pub fn render_block(
             (vec![text], None)
         }
         ContentBlock::Resource(r) => (resource_lines(&r.resource), None),
+        // A newer revision's kind of block: named, not interpreted (`--output json` shows
+        // it whole).
+        other => (vec![format!("[{} content]", other.kind())], None),
     })
 }
 
@@ -293,6 +296,7 @@ pub fn resource_lines(contents: &ResourceContents) -> Vec<String> {
                 size(bytes)
             )]
         }
+        other => vec![format!("[resource {}{mime}]", other.uri())],
     }
 }
 

@@ -421,6 +421,7 @@ impl Session {
         let reply = tokio::task::spawn_blocking(move || match &params {
             ElicitRequestParams::Form(f) => form::ask_form(&asker, f),
             ElicitRequestParams::Url(u) => form::ask_url(&asker, u),
+            _ => Err("this kind of question cannot be shown".to_owned()),
         })
         .await
         .map_err(|e| self.fail(Failure::new(Exit::Local, format!("the form failed: {e}"))))?
@@ -476,6 +477,9 @@ impl Session {
                         .with("url", json!(u.url)),
                 )),
             },
+            _ => Err(self.fail(Failure::usage(format!(
+                "--answer {key}: this kind of question cannot be answered"
+            )))),
         }
     }
 
@@ -725,6 +729,7 @@ fn unanswered(key: &str, place: usize, asker: &Asker, params: &ElicitRequestPara
         )
         .with("question", json!(u.message))
         .with("url", json!(u.url)),
+        _ => Failure::new(Exit::Input, format!("{head}.")),
     };
     failure.with("key", json!(key)).with("place", json!(place))
 }

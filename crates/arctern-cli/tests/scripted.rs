@@ -174,6 +174,54 @@ fn a_form_answer_takes_defaults_for_fields_left_out() {
     );
 }
 
+/// `slow_count` says "(1 to 100)", and its schema says so too: 500 steps is refused, naming
+/// `steps`, instead of counting to 100 (issue 28). Typed with `--arg`, the command refuses
+/// it before sending, from the same schema; sent as `--json`, the server refuses it before
+/// the tool runs, as a tool error (exit 1) whose message names the argument, as the
+/// specification asks of input validation errors.
+#[test]
+fn an_out_of_range_argument_is_refused_naming_it() {
+    let demo = Demo::start();
+    let r = run(&["call", demo.url(), "slow_count", "--arg", "steps=500"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("--arg steps: 500 is above the maximum 100"),
+        "{r:?}"
+    );
+    let r = run(&[
+        "call",
+        demo.url(),
+        "slow_count",
+        "--json",
+        r#"{"steps":500}"#,
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("Invalid arguments for slow_count: steps: must be at most 100"),
+        "{r:?}"
+    );
+    assert!(!r.stdout.contains("Counted"), "{r:?}");
+    // The same refusal as data, for scripts.
+    let r = run(&[
+        "call",
+        demo.url(),
+        "slow_count",
+        "--json",
+        r#"{"steps":0}"#,
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let result = &r.json()["result"];
+    assert_eq!(result["isError"], true, "{r:?}");
+    assert_eq!(
+        result["content"][0]["text"],
+        "Invalid arguments for slow_count: steps: must be at least 1"
+    );
+}
+
 #[test]
 fn arguments_are_typed_from_the_schema() {
     let demo = Demo::start();

@@ -11,16 +11,23 @@ use crate::result::{CacheScope, Cursor, ResultType};
 /// Params of a request that takes nothing but the envelope (`RequestParams`), such as
 /// `server/discover`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestParams {
     /// The per-request envelope: protocol version, client capabilities, client info.
     #[serde(rename = "_meta", default)]
     pub meta: RequestMeta,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl RequestParams {
     /// Params carrying only `meta`.
     pub fn new(meta: RequestMeta) -> Self {
-        RequestParams { meta }
+        RequestParams {
+            meta,
+            extra: Default::default(),
+        }
     }
 }
 
@@ -28,6 +35,7 @@ impl RequestParams {
 /// `prompts/list`, `resources/list`, `resources/templates/list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PaginatedRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
@@ -35,12 +43,19 @@ pub struct PaginatedRequestParams {
     /// Where to continue: the `nextCursor` of the previous page. Absent for the first page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<Cursor>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl PaginatedRequestParams {
     /// The first page.
     pub fn new(meta: RequestMeta) -> Self {
-        PaginatedRequestParams { meta, cursor: None }
+        PaginatedRequestParams {
+            meta,
+            cursor: None,
+            extra: Default::default(),
+        }
     }
 
     /// Continues from `cursor`.
@@ -56,6 +71,7 @@ pub type PaginatedRequest = JsonRpcRequest<PaginatedRequestParams>;
 
 /// The `_meta` of a notification (`NotificationMetaObject`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NotificationMeta {
     /// On a `subscriptions/listen` stream: the JSON-RPC id of the listen request this
     /// notification belongs to (same JSON type as that id).
@@ -83,10 +99,14 @@ impl NotificationMeta {
 /// Params of notifications that carry nothing but `_meta` (`NotificationParams`), such as
 /// `notifications/tools/list_changed`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NotificationParams {
     /// Notification metadata (the subscription id on a listen stream).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<NotificationMeta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl NotificationParams {
@@ -94,6 +114,7 @@ impl NotificationParams {
     pub fn for_subscription(id: RequestId) -> Self {
         NotificationParams {
             meta: Some(NotificationMeta::for_subscription(id)),
+            extra: Default::default(),
         }
     }
 
@@ -108,6 +129,7 @@ impl NotificationParams {
 /// Results keep their `_meta` as an open [`Meta`] map; convert with [`ResultMeta::from_meta`]
 /// and [`ResultMeta::into_meta`] to read or write the reserved keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResultMeta {
     /// Who the server says it is (for display and logs only).
     #[serde(
@@ -167,29 +189,60 @@ impl From<ResultMeta> for Meta {
 
 /// Any request object (`Request`): a method and optional params, without the JSON-RPC members.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GenericRequest {
     /// The method name.
     pub method: String,
     /// The params.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<JsonObject>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl GenericRequest {
+    /// A request object for `method`.
+    pub fn new(method: impl Into<String>, params: Option<JsonObject>) -> Self {
+        GenericRequest {
+            method: method.into(),
+            params,
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// Any notification object (`Notification`): a method and optional params, without the
 /// JSON-RPC members.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GenericNotification {
     /// The notification name.
     pub method: String,
     /// The params.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<JsonObject>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl GenericNotification {
+    /// A notification object for `method`.
+    pub fn new(method: impl Into<String>, params: Option<JsonObject>) -> Self {
+        GenericNotification {
+            method: method.into(),
+            params,
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// Any result (`Result`, and the `ClientResult`/`ServerResult` unions): `resultType`,
 /// `_meta` and every other member kept as received.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct GenericResult {
     /// How to read the result; missing means `"complete"`.
     #[serde(default)]
@@ -205,6 +258,7 @@ pub struct GenericResult {
 /// The shared part of paginated results (`PaginatedResult`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PaginatedResult {
     /// How to read the result; missing means `"complete"`.
     #[serde(default)]
@@ -224,6 +278,7 @@ pub struct PaginatedResult {
 /// caching hints. The concrete cacheable results implement [`Cacheable`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CacheableResult {
     /// How to read the result; missing means `"complete"`.
     #[serde(default)]
@@ -312,20 +367,28 @@ impl_cacheable!(CacheableResult);
 /// resources and implementations.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct BaseMetadata {
     /// Programmatic name.
     pub name: String,
     /// Human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// The icon list mixin (`Icons`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Icons {
     /// Icons for display.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<Icon>>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 #[cfg(test)]

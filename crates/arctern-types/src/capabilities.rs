@@ -12,6 +12,7 @@ use crate::meta::JsonObject;
 ///
 /// An empty object means no optional capability.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ClientCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,6 +36,7 @@ pub struct ClientCapabilities {
 
 /// `ClientCapabilities.roots`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RootsCapability {
     /// Unknown members (such as the legacy `listChanged`), kept as received.
     #[serde(flatten)]
@@ -43,6 +45,7 @@ pub struct RootsCapability {
 
 /// `ClientCapabilities.sampling`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SamplingCapability {
     /// Present when the client honours `includeContext` values other than `"none"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,6 +60,7 @@ pub struct SamplingCapability {
 
 /// `ClientCapabilities.elicitation`. An empty object means form mode only.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitationCapability {
     /// Form-mode elicitation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,6 +119,7 @@ impl ClientCapabilities {
 /// What a server supports (`ServerCapabilities`), returned by `server/discover` and
 /// `initialize`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ServerCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,6 +150,7 @@ pub struct ServerCapabilities {
 /// `ServerCapabilities.prompts`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PromptsCapability {
     /// The server announces changes to the prompt list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,9 +160,18 @@ pub struct PromptsCapability {
     pub extra: JsonObject,
 }
 
+impl PromptsCapability {
+    /// Announces changes to the list (`listChanged`).
+    pub fn with_list_changed(mut self, list_changed: bool) -> Self {
+        self.list_changed = Some(list_changed);
+        self
+    }
+}
+
 /// `ServerCapabilities.resources`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourcesCapability {
     /// The server supports subscriptions to resource updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -169,9 +184,24 @@ pub struct ResourcesCapability {
     pub extra: JsonObject,
 }
 
+impl ResourcesCapability {
+    /// Announces changes to the list (`listChanged`).
+    pub fn with_list_changed(mut self, list_changed: bool) -> Self {
+        self.list_changed = Some(list_changed);
+        self
+    }
+
+    /// Supports subscriptions to resource updates (`subscribe`).
+    pub fn with_subscribe(mut self, subscribe: bool) -> Self {
+        self.subscribe = Some(subscribe);
+        self
+    }
+}
+
 /// `ServerCapabilities.tools`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolsCapability {
     /// The server announces changes to the tool list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,6 +209,14 @@ pub struct ToolsCapability {
     /// Unknown members, kept as received.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+impl ToolsCapability {
+    /// Announces changes to the list (`listChanged`).
+    pub fn with_list_changed(mut self, list_changed: bool) -> Self {
+        self.list_changed = Some(list_changed);
+        self
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub const MAX_COMPLETION_VALUES: usize = 100;
 
 /// A reference to a prompt (`PromptReference`, `"type": "ref/prompt"`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptReference {
     /// Always `"ref/prompt"`.
     #[serde(rename = "type")]
@@ -24,6 +25,9 @@ pub struct PromptReference {
     /// Human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl PromptReference {
@@ -39,12 +43,16 @@ impl PromptReference {
 /// A reference to a resource template (`ResourceTemplateReference`,
 /// `"type": "ref/resource"`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResourceTemplateReference {
     /// Always `"ref/resource"`.
     #[serde(rename = "type")]
     pub kind: tags::ResourceRef,
     /// The URI or URI template.
     pub uri: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ResourceTemplateReference {
@@ -53,6 +61,7 @@ impl ResourceTemplateReference {
         ResourceTemplateReference {
             kind: tags::ResourceRef,
             uri: uri.into(),
+            extra: Default::default(),
         }
     }
 }
@@ -60,6 +69,7 @@ impl ResourceTemplateReference {
 /// What is being completed: a prompt or a resource template (`CompleteRequestParams.ref`),
 /// tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CompletionReference {
     /// `"ref/prompt"`.
     Prompt(PromptReference),
@@ -98,23 +108,53 @@ impl From<ResourceTemplateReference> for CompletionReference {
 
 /// The argument being completed (`CompleteRequestParams.argument`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteArgument {
     /// The argument name.
     pub name: String,
     /// What the user has typed so far.
     pub value: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl CompleteArgument {
+    /// The argument `name`, typed so far as `value`.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        CompleteArgument {
+            name: name.into(),
+            value: value.into(),
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// Other arguments already filled in (`CompleteRequestParams.context`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteContext {
     /// Already-resolved arguments, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<BTreeMap<String, String>>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl CompleteContext {
+    /// The arguments already filled in.
+    pub fn new(arguments: BTreeMap<String, String>) -> Self {
+        CompleteContext {
+            arguments: Some(arguments),
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// Params of `completion/complete` (`CompleteRequestParams`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompleteRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
@@ -127,6 +167,9 @@ pub struct CompleteRequestParams {
     /// Other arguments already filled in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<CompleteContext>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl CompleteRequestParams {
@@ -143,8 +186,10 @@ impl CompleteRequestParams {
             argument: CompleteArgument {
                 name: argument.into(),
                 value: value.into(),
+                extra: Default::default(),
             },
             context: None,
+            extra: Default::default(),
         }
     }
 }
@@ -152,6 +197,7 @@ impl CompleteRequestParams {
 /// The completion values (`CompleteResult.completion`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Completion {
     /// Up to 100 values.
     pub values: Vec<String>,
@@ -161,6 +207,9 @@ pub struct Completion {
     /// Whether more values exist than were sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub has_more: Option<bool>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl Completion {
@@ -175,12 +224,14 @@ impl Completion {
                 values,
                 total: Some(total),
                 has_more: Some(true),
+                extra: Default::default(),
             }
         } else {
             Completion {
                 values,
                 total: None,
                 has_more: None,
+                extra: Default::default(),
             }
         }
     }
@@ -189,6 +240,7 @@ impl Completion {
 /// The result of `completion/complete` (`CompleteResult`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CompleteResult {
     /// Always `"complete"`.
     #[serde(default)]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::implementation::Icon;
-use crate::meta::Meta;
+use crate::meta::{JsonObject, Meta};
 use crate::resources::Resource;
 use crate::tags;
 use crate::util::{buffer_object, from_object, serialize_variants, str_member};
@@ -11,6 +11,7 @@ use crate::util::{buffer_object, from_object, serialize_variants, str_member};
 /// The sender or recipient of a message (`Role`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Role {
     /// The user.
     User,
@@ -21,6 +22,7 @@ pub enum Role {
 /// Hints for the client on how to use or show an object (`Annotations`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Annotations {
     /// Who the object is meant for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +33,9 @@ pub struct Annotations {
     /// When the object was last modified, as an ISO 8601 timestamp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl Annotations {
@@ -52,6 +57,7 @@ impl Annotations {
 /// Text (`TextContent`, `"type": "text"`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct TextContent {
     /// Always `"text"`.
     #[serde(rename = "type")]
@@ -64,6 +70,9 @@ pub struct TextContent {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl TextContent {
@@ -85,6 +94,7 @@ impl TextContent {
 /// An image (`ImageContent`, `"type": "image"`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ImageContent {
     /// Always `"image"`.
     #[serde(rename = "type")]
@@ -99,6 +109,9 @@ pub struct ImageContent {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ImageContent {
@@ -115,6 +128,7 @@ impl ImageContent {
 /// Audio (`AudioContent`, `"type": "audio"`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AudioContent {
     /// Always `"audio"`.
     #[serde(rename = "type")]
@@ -129,6 +143,9 @@ pub struct AudioContent {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl AudioContent {
@@ -146,6 +163,7 @@ impl AudioContent {
 /// The same members as [`Resource`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceLink {
     /// Always `"resource_link"`.
     #[serde(rename = "type")]
@@ -175,6 +193,9 @@ pub struct ResourceLink {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ResourceLink {
@@ -201,6 +222,7 @@ impl From<Resource> for ResourceLink {
             size: r.size,
             icons: r.icons,
             meta: r.meta,
+            extra: r.extra,
         }
     }
 }
@@ -208,6 +230,7 @@ impl From<Resource> for ResourceLink {
 /// A resource's contents embedded in a message (`EmbeddedResource`, `"type": "resource"`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     /// Always `"resource"`.
     #[serde(rename = "type")]
@@ -220,6 +243,9 @@ pub struct EmbeddedResource {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl EmbeddedResource {
@@ -230,6 +256,7 @@ impl EmbeddedResource {
             resource: contents.into(),
             annotations: None,
             meta: None,
+            extra: JsonObject::new(),
         }
     }
 }
@@ -237,6 +264,7 @@ impl EmbeddedResource {
 /// The text contents of a resource (`TextResourceContents`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct TextResourceContents {
     /// The resource URI.
     pub uri: String,
@@ -248,6 +276,9 @@ pub struct TextResourceContents {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl TextResourceContents {
@@ -270,6 +301,7 @@ impl TextResourceContents {
 /// The binary contents of a resource (`BlobResourceContents`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct BlobResourceContents {
     /// The resource URI.
     pub uri: String,
@@ -281,6 +313,9 @@ pub struct BlobResourceContents {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl BlobResourceContents {
@@ -310,6 +345,7 @@ impl BlobResourceContents {
 /// an object with `text` is [`ResourceContents::Text`], one with `blob` is
 /// [`ResourceContents::Blob`]; an object with both or neither is rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResourceContents {
     /// Text contents.
     Text(TextResourceContents),
@@ -384,8 +420,12 @@ impl From<BlobResourceContents> for ResourceContents {
 /// A block of content in a tool result or prompt message (`ContentBlock`), tagged by `type`.
 ///
 /// Deserializing reads `type` first and decodes the matching variant, so errors name the
-/// member that is wrong; an unknown `type` is rejected.
+/// member that is wrong. A `type` this crate does not know (one a newer revision added, as
+/// `audio` and `resource_link` were added before) is kept as [`ContentBlock::Unknown`] and
+/// written back exactly as it came, so one new kind of block never fails a whole result.
+/// An object without a string `type` is rejected.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// `"text"`.
     Text(TextContent),
@@ -397,6 +437,8 @@ pub enum ContentBlock {
     ResourceLink(ResourceLink),
     /// `"resource"`.
     Resource(EmbeddedResource),
+    /// Any other `type`, kept as received.
+    Unknown(UnknownContent),
 }
 
 serialize_variants!(ContentBlock {
@@ -404,7 +446,8 @@ serialize_variants!(ContentBlock {
     Image,
     Audio,
     ResourceLink,
-    Resource
+    Resource,
+    Unknown
 });
 
 impl<'de> Deserialize<'de> for ContentBlock {
@@ -416,12 +459,49 @@ impl<'de> Deserialize<'de> for ContentBlock {
             Some(tags::Audio::VALUE) => from_object(map).map(ContentBlock::Audio),
             Some(tags::ResourceLink::VALUE) => from_object(map).map(ContentBlock::ResourceLink),
             Some(tags::Resource::VALUE) => from_object(map).map(ContentBlock::Resource),
-            Some(other) => Err(serde::de::Error::unknown_variant(
-                other,
-                &["text", "image", "audio", "resource_link", "resource"],
-            )),
+            Some(_) => Ok(ContentBlock::Unknown(UnknownContent(map))),
             None => Err(serde::de::Error::missing_field("type")),
         }
+    }
+}
+
+/// A content block of a `type` this crate does not model, as received: it serializes back
+/// to the same JSON object, member for member. Its meaning is for a newer peer to know;
+/// show it as unsupported, or pass it on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnknownContent(JsonObject);
+
+impl UnknownContent {
+    /// A block from its JSON object, which must have a string `type`; the object comes back
+    /// as the error otherwise. (For the kinds this crate models, use their own types: this
+    /// one is for kinds it does not.)
+    pub fn new(object: JsonObject) -> Result<Self, JsonObject> {
+        if object.get("type").is_some_and(serde_json::Value::is_string) {
+            Ok(UnknownContent(object))
+        } else {
+            Err(object)
+        }
+    }
+
+    /// The block's `type`.
+    pub fn kind(&self) -> &str {
+        str_member(&self.0, "type").unwrap_or_default()
+    }
+
+    /// The whole block.
+    pub fn as_object(&self) -> &JsonObject {
+        &self.0
+    }
+
+    /// The whole block, by value.
+    pub fn into_object(self) -> JsonObject {
+        self.0
+    }
+}
+
+impl Serialize for UnknownContent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
     }
 }
 
@@ -452,13 +532,14 @@ impl ContentBlock {
     }
 
     /// The wire `type`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &str {
         match self {
             ContentBlock::Text(_) => tags::Text::VALUE,
             ContentBlock::Image(_) => tags::Image::VALUE,
             ContentBlock::Audio(_) => tags::Audio::VALUE,
             ContentBlock::ResourceLink(_) => tags::ResourceLink::VALUE,
             ContentBlock::Resource(_) => tags::Resource::VALUE,
+            ContentBlock::Unknown(u) => u.kind(),
         }
     }
 
@@ -470,7 +551,7 @@ impl ContentBlock {
         }
     }
 
-    /// The annotations of any block.
+    /// The annotations of any block this crate models (`None` for an unknown one).
     pub fn annotations(&self) -> Option<&Annotations> {
         match self {
             ContentBlock::Text(c) => c.annotations.as_ref(),
@@ -478,6 +559,7 @@ impl ContentBlock {
             ContentBlock::Audio(c) => c.annotations.as_ref(),
             ContentBlock::ResourceLink(c) => c.annotations.as_ref(),
             ContentBlock::Resource(c) => c.annotations.as_ref(),
+            ContentBlock::Unknown(_) => None,
         }
     }
 }
@@ -542,8 +624,16 @@ mod tests {
         .unwrap();
         assert_eq!(b, ContentBlock::image("AA==", "image/png"));
         assert_eq!(b.kind(), "image");
-        let e = serde_json::from_value::<ContentBlock>(json!({"type": "video"})).unwrap_err();
-        assert!(e.to_string().contains("unknown variant `video`"), "{e}");
+        // A newer revision's block is kept, and written back as it came.
+        let video = json!({"type": "video", "uri": "https://example.com/v.mp4", "x": {"y": [1]}});
+        let b: ContentBlock = serde_json::from_value(video.clone()).unwrap();
+        assert_eq!(b.kind(), "video");
+        assert!(matches!(&b, ContentBlock::Unknown(u) if u.as_object()["x"]["y"][0] == 1));
+        assert_eq!(serde_json::to_value(&b).unwrap(), video);
+        assert!(b.as_text().is_none() && b.annotations().is_none());
+        assert!(UnknownContent::new(json!({"uri": "x"}).as_object().cloned().unwrap()).is_err());
+        let e = serde_json::from_value::<ContentBlock>(json!({"type": 7})).unwrap_err();
+        assert!(e.to_string().contains("missing field `type`"), "{e}");
         let e = serde_json::from_value::<ContentBlock>(json!({"text": "x"})).unwrap_err();
         assert!(e.to_string().contains("missing field `type`"), "{e}");
         // A variant's own errors come through.

@@ -15,6 +15,7 @@ pub type DiscoverRequestParams = RequestParams;
 /// The result of `server/discover` (`DiscoverResult`). Cacheable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct DiscoverResult {
     /// Always `"complete"`.
     #[serde(default)]

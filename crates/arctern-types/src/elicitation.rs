@@ -17,12 +17,11 @@ use crate::util::{buffer, buffer_object, from_object, serialize_variants, str_me
 
 mod check;
 
-pub use check::ContentError;
-
 /// An elicitation input request (`ElicitRequest`): `{"method": "elicitation/create",
 /// "params": ...}`, without JSON-RPC members. Carried in
 /// [`InputRequiredResult::input_requests`](crate::mrtr::InputRequiredResult::input_requests).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitRequest {
     /// Always `"elicitation/create"`.
     pub method: tags::ElicitationCreate,
@@ -49,6 +48,7 @@ impl ElicitRequest {
 /// Deserializing looks at `mode`: `"url"` is [`ElicitRequestParams::Url`]; `"form"` or no
 /// `mode` at all is [`ElicitRequestParams::Form`]; any other mode is rejected.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ElicitRequestParams {
     /// Form mode: structured input in the client's UI.
     Form(ElicitRequestFormParams),
@@ -108,6 +108,7 @@ impl From<ElicitRequestUrlParams> for ElicitRequestParams {
 /// Form-mode params (`ElicitRequestFormParams`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ElicitRequestFormParams {
     /// `"form"`, or absent (form is the default mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,6 +117,9 @@ pub struct ElicitRequestFormParams {
     pub message: String,
     /// The shape of the answer.
     pub requested_schema: RequestedSchema,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ElicitRequestFormParams {
@@ -125,12 +129,14 @@ impl ElicitRequestFormParams {
             mode: Some(tags::FormMode),
             message: message.into(),
             requested_schema,
+            extra: Default::default(),
         }
     }
 }
 
 /// URL-mode params (`ElicitRequestURLParams`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitRequestUrlParams {
     /// Always `"url"`.
     pub mode: tags::UrlMode,
@@ -138,6 +144,9 @@ pub struct ElicitRequestUrlParams {
     pub message: String,
     /// The URL to open.
     pub url: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ElicitRequestUrlParams {
@@ -147,6 +156,7 @@ impl ElicitRequestUrlParams {
             mode: tags::UrlMode,
             message: message.into(),
             url: url.into(),
+            extra: Default::default(),
         }
     }
 }
@@ -154,6 +164,7 @@ impl ElicitRequestUrlParams {
 /// The schema of a form's answer (`ElicitRequestFormParams.requestedSchema`): a flat object
 /// of primitive properties.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestedSchema {
     /// The JSON Schema dialect, if given.
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
@@ -166,6 +177,9 @@ pub struct RequestedSchema {
     /// The names of the fields that must be filled in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<Vec<String>>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl RequestedSchema {
@@ -340,6 +354,7 @@ pub enum ElicitAction {
 
 /// The answer to an elicitation (`ElicitResult`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElicitResult {
     /// What the user did.
     pub action: ElicitAction,
@@ -426,6 +441,7 @@ impl ElicitResult {
 /// The 2026-07-28 JSON Schema types numbers here as `integer` while the TypeScript schema says
 /// `number`; any JSON number is accepted and kept exactly as received ([`Number`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ElicitValue {
     /// A string.
     String(String),
@@ -717,6 +733,7 @@ impl PrimitiveSchemaDefinition {
 /// A text field (`StringSchema`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct StringSchema {
     /// Always `"string"`.
     #[serde(rename = "type")]
@@ -739,6 +756,29 @@ pub struct StringSchema {
     /// The pre-filled value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl StringSchema {
+    /// A text field.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the bounds of the length, in characters.
+    pub fn with_length(mut self, min: Option<u64>, max: Option<u64>) -> Self {
+        self.min_length = min;
+        self.max_length = max;
+        self
+    }
+
+    /// Sets the format the value must have.
+    pub fn with_format(mut self, format: StringFormat) -> Self {
+        self.format = Some(format);
+        self
+    }
 }
 
 /// `StringSchema.format`.
@@ -757,6 +797,7 @@ pub enum StringFormat {
 
 /// A number field (`NumberSchema`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NumberSchema {
     /// `"number"` or `"integer"`.
     #[serde(rename = "type")]
@@ -788,6 +829,9 @@ pub struct NumberSchema {
         serialize_with = "crate::util::compact_f64"
     )]
     pub default: Option<f64>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl NumberSchema {
@@ -820,6 +864,7 @@ pub enum NumberType {
 
 /// A checkbox (`BooleanSchema`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BooleanSchema {
     /// Always `"boolean"`.
     #[serde(rename = "type")]
@@ -833,16 +878,36 @@ pub struct BooleanSchema {
     /// The pre-filled value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<bool>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl BooleanSchema {
+    /// A checkbox.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the pre-filled value.
+    pub fn with_default(mut self, default: bool) -> Self {
+        self.default = Some(default);
+        self
+    }
 }
 
 /// An option with a display title (the items of `oneOf` / `anyOf` in titled enum schemas).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EnumOption {
     /// The value submitted when the option is chosen.
     #[serde(rename = "const")]
     pub value: String,
     /// What the user sees.
     pub title: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl EnumOption {
@@ -851,12 +916,14 @@ impl EnumOption {
         EnumOption {
             value: value.into(),
             title: title.into(),
+            extra: Default::default(),
         }
     }
 }
 
 /// A single choice among plain options (`UntitledSingleSelectEnumSchema`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UntitledSingleSelectEnumSchema {
     /// Always `"string"`.
     #[serde(rename = "type")]
@@ -873,6 +940,9 @@ pub struct UntitledSingleSelectEnumSchema {
     /// The pre-selected option.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl UntitledSingleSelectEnumSchema {
@@ -888,6 +958,7 @@ impl UntitledSingleSelectEnumSchema {
 /// A single choice among titled options (`TitledSingleSelectEnumSchema`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct TitledSingleSelectEnumSchema {
     /// Always `"string"`.
     #[serde(rename = "type")]
@@ -903,6 +974,9 @@ pub struct TitledSingleSelectEnumSchema {
     /// The pre-selected option's value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl TitledSingleSelectEnumSchema {
@@ -922,6 +996,7 @@ impl TitledSingleSelectEnumSchema {
 
 /// The `items` of an [`UntitledMultiSelectEnumSchema`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UntitledEnumItems {
     /// Always `"string"`.
     #[serde(rename = "type")]
@@ -929,11 +1004,15 @@ pub struct UntitledEnumItems {
     /// The options.
     #[serde(rename = "enum")]
     pub options: Vec<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// Several choices among plain options (`UntitledMultiSelectEnumSchema`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct UntitledMultiSelectEnumSchema {
     /// Always `"array"`.
     #[serde(rename = "type")]
@@ -955,6 +1034,9 @@ pub struct UntitledMultiSelectEnumSchema {
     /// The pre-selected options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Vec<String>>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl UntitledMultiSelectEnumSchema {
@@ -964,6 +1046,7 @@ impl UntitledMultiSelectEnumSchema {
             items: UntitledEnumItems {
                 kind: tags::StringType,
                 options: options.into_iter().map(Into::into).collect(),
+                extra: Default::default(),
             },
             ..Default::default()
         }
@@ -973,14 +1056,19 @@ impl UntitledMultiSelectEnumSchema {
 /// The `items` of a [`TitledMultiSelectEnumSchema`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct TitledEnumItems {
     /// The options.
     pub any_of: Vec<EnumOption>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// Several choices among titled options (`TitledMultiSelectEnumSchema`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct TitledMultiSelectEnumSchema {
     /// Always `"array"`.
     #[serde(rename = "type")]
@@ -1002,6 +1090,9 @@ pub struct TitledMultiSelectEnumSchema {
     /// The pre-selected option values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Vec<String>>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl TitledMultiSelectEnumSchema {
@@ -1015,6 +1106,7 @@ impl TitledMultiSelectEnumSchema {
                     .into_iter()
                     .map(|(v, t)| EnumOption::new(v, t))
                     .collect(),
+                extra: Default::default(),
             },
             ..Default::default()
         }
@@ -1025,6 +1117,7 @@ impl TitledMultiSelectEnumSchema {
 /// Deprecated in favour of [`TitledSingleSelectEnumSchema`]; still accepted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct LegacyTitledEnumSchema {
     /// Always `"string"`.
     #[serde(rename = "type")]
@@ -1044,6 +1137,23 @@ pub struct LegacyTitledEnumSchema {
     /// The pre-selected option.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl LegacyTitledEnumSchema {
+    /// A choice among `options`, shown as `names` (parallel to `options`).
+    pub fn new(
+        options: impl IntoIterator<Item = impl Into<String>>,
+        names: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        LegacyTitledEnumSchema {
+            options: options.into_iter().map(Into::into).collect(),
+            enum_names: Some(names.into_iter().map(Into::into).collect()),
+            ..Default::default()
+        }
+    }
 }
 
 /// A single choice (`SingleSelectEnumSchema`). Deserializing: an object with `oneOf` is

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::capabilities::ClientCapabilities;
 use crate::jsonrpc::JsonRpcErrorResponse;
+use crate::meta::JsonObject;
 
 /// A JSON-RPC error code.
 ///
@@ -249,19 +250,27 @@ pub type MissingRequiredClientCapabilityError = JsonRpcErrorResponse;
 
 /// The `data` of an UnsupportedProtocolVersion error (`-32022`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UnsupportedProtocolVersionData {
     /// The versions the server supports.
     pub supported: Vec<String>,
     /// The version the request asked for, echoed.
     pub requested: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// The `data` of a MissingRequiredClientCapability error (`-32021`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct MissingRequiredClientCapabilityData {
     /// The capabilities the request needs, as a capabilities object.
     pub required_capabilities: ClientCapabilities,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl fmt::Display for ErrorObject {

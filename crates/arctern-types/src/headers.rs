@@ -106,6 +106,7 @@ pub fn decode_value(raw: &[u8]) -> Result<String, HeaderValueError> {
 
 /// One tool argument mirrored into an `Mcp-Param-{Name}` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MirroredParam {
     /// The `{Name}` part of the header, as the schema declares it (compared ignoring case).
     pub header: String,

@@ -306,6 +306,7 @@ impl Serialize for JsonRpcMessage {
 
 /// Why a received message could not be accepted, and the error to answer it with.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MessageError {
     /// The id of the offending message, when it could be read.
     pub id: Option<RequestId>,

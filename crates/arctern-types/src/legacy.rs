@@ -51,10 +51,14 @@ pub const MODERN_ONLY_RESULT_MEMBERS: [&str; 3] = ["resultType", "ttlMs", "cache
 /// Params that carry nothing but an optional `_meta` (`RequestParams` of the legacy schema):
 /// `ping`, `roots/list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestParams {
     /// Request metadata (a `progressToken`, …).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl RequestParams {
@@ -68,15 +72,20 @@ impl RequestParams {
 /// legacy schema): `notifications/initialized`, `notifications/roots/list_changed`, the list
 /// changed notifications.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NotificationParams {
     /// Notification metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// A result with nothing in it (`EmptyResult`): the answer to `ping`, `logging/setLevel`,
 /// `resources/subscribe` and `resources/unsubscribe`. Serializes as `{}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EmptyResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +98,7 @@ pub struct EmptyResult {
 /// Params of `initialize` (`InitializeRequestParams`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct InitializeRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +109,9 @@ pub struct InitializeRequestParams {
     pub capabilities: ClientCapabilities,
     /// Who the client says it is.
     pub client_info: Implementation,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl InitializeRequestParams {
@@ -113,6 +126,7 @@ impl InitializeRequestParams {
             protocol_version: protocol_version.into(),
             capabilities,
             client_info,
+            extra: Default::default(),
         }
     }
 }
@@ -120,6 +134,7 @@ impl InitializeRequestParams {
 /// The answer to `initialize` (`InitializeResult`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct InitializeResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -139,31 +154,66 @@ pub struct InitializeResult {
     pub extra: JsonObject,
 }
 
+impl InitializeResult {
+    /// The answer to `initialize`: the session's revision, what the server offers, and who it
+    /// is.
+    pub fn new(
+        protocol_version: impl Into<String>,
+        capabilities: ServerCapabilities,
+        server_info: Implementation,
+    ) -> Self {
+        InitializeResult {
+            protocol_version: protocol_version.into(),
+            capabilities,
+            server_info,
+            ..Default::default()
+        }
+    }
+
+    /// Sets the instructions.
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+}
+
 /// Params of `logging/setLevel` (`SetLevelRequestParams`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SetLevelRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// The least severe level the client wants to receive.
     pub level: LoggingLevel,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl SetLevelRequestParams {
     /// Asks for messages at `level` or more severe.
     pub fn new(level: LoggingLevel) -> Self {
-        SetLevelRequestParams { meta: None, level }
+        SetLevelRequestParams {
+            meta: None,
+            level,
+            extra: Default::default(),
+        }
     }
 }
 
 /// Params of `resources/subscribe` (`SubscribeRequestParams`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SubscribeRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// The resource to hear about.
     pub uri: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl SubscribeRequestParams {
@@ -172,18 +222,23 @@ impl SubscribeRequestParams {
         SubscribeRequestParams {
             meta: None,
             uri: uri.into(),
+            extra: Default::default(),
         }
     }
 }
 
 /// Params of `resources/unsubscribe` (`UnsubscribeRequestParams`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UnsubscribeRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// The resource to stop hearing about.
     pub uri: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl UnsubscribeRequestParams {
@@ -192,6 +247,7 @@ impl UnsubscribeRequestParams {
         UnsubscribeRequestParams {
             meta: None,
             uri: uri.into(),
+            extra: Default::default(),
         }
     }
 }
@@ -200,14 +256,29 @@ impl UnsubscribeRequestParams {
 /// interaction of a URL-mode elicitation finished.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ElicitationCompleteNotificationParams {
     /// The `elicitationId` of the URL-mode elicitation.
     pub elicitation_id: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ElicitationCompleteNotificationParams {
+    /// The URL-mode elicitation `elicitation_id` finished.
+    pub fn new(elicitation_id: impl Into<String>) -> Self {
+        ElicitationCompleteNotificationParams {
+            elicitation_id: elicitation_id.into(),
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// Form-mode params of a legacy `elicitation/create` request (`ElicitRequestFormParams`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ElicitRequestFormParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -219,12 +290,30 @@ pub struct ElicitRequestFormParams {
     pub message: String,
     /// The shape of the answer.
     pub requested_schema: RequestedSchema,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ElicitRequestFormParams {
+    /// A form asking `message`, with `"mode": "form"` (2025-11-25; leave `mode` out for
+    /// 2025-06-18).
+    pub fn new(message: impl Into<String>, requested_schema: RequestedSchema) -> Self {
+        ElicitRequestFormParams {
+            meta: None,
+            mode: Some(tags::FormMode),
+            message: message.into(),
+            requested_schema,
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// URL-mode params of a legacy `elicitation/create` request (`ElicitRequestURLParams`,
 /// 2025-11-25 only).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ElicitRequestUrlParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -238,6 +327,9 @@ pub struct ElicitRequestUrlParams {
     /// Identifies this elicitation in `notifications/elicitation/complete` and in
     /// `-32042` errors; the 2025-11-25 schema requires it.
     pub elicitation_id: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ElicitRequestUrlParams {
@@ -253,6 +345,7 @@ impl ElicitRequestUrlParams {
             message: message.into(),
             url: url.into(),
             elicitation_id: elicitation_id.into(),
+            extra: Default::default(),
         }
     }
 }
@@ -262,6 +355,7 @@ impl ElicitRequestUrlParams {
 /// Deserializing looks at `mode`: `"url"` is [`ElicitRequestParams::Url`]; `"form"` or no
 /// `mode` is [`ElicitRequestParams::Form`]; any other mode is rejected.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ElicitRequestParams {
     /// Form mode.
     Form(ElicitRequestFormParams),
@@ -298,6 +392,7 @@ impl<'de> Deserialize<'de> for ElicitRequestParams {
 /// Params of a legacy `sampling/createMessage` request (`CreateMessageRequestParams`): the
 /// 2026-07-28 params plus an optional `_meta`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateMessageRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -338,7 +433,10 @@ pub type ListRootsRequest = JsonRpcRequest<RequestParams>;
 ///
 /// Serializes as `{"method": …, "params": …}`; [`ServerRequest::to_jsonrpc`] adds the
 /// JSON-RPC members. Deserializing reads `method` first and rejects any other method.
+// Wire data held briefly; boxing the large variant would only make matching clumsier.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ServerRequest {
     /// `ping`.
     Ping(RequestParams),
@@ -459,6 +557,7 @@ impl ServerRequest {
                             mode: if modes { Some(tags::FormMode) } else { None },
                             message: f.message,
                             requested_schema: f.requested_schema,
+                            extra: Default::default(),
                         }))
                     }
                     elicitation::ElicitRequestParams::Url(u) => {
@@ -490,6 +589,7 @@ impl ServerRequest {
             }
             InputRequest::ListRoots(r) => ServerRequest::ListRoots(RequestParams {
                 meta: r.params.and_then(|p| p.meta),
+                extra: Default::default(),
             }),
         })
     }
@@ -537,6 +637,7 @@ impl<'de> Deserialize<'de> for ServerRequest {
 
 /// An input request that a legacy session cannot carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NotExpressible {
     /// The kind of request.
     pub kind: InputRequestKind,
@@ -560,16 +661,23 @@ impl std::error::Error for NotExpressible {}
 
 /// The `data` of a `-32042` URL elicitation required error (2025-11-25 only).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UrlElicitationRequiredData {
     /// The URL-mode elicitations the client must complete before retrying.
     pub elicitations: Vec<ElicitRequestUrlParams>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// `-32042` URLElicitationRequiredError (2025-11-25 only; retired in 2026-07-28): the request
 /// needs the user to complete these URL-mode elicitations first.
 pub fn url_elicitation_required(elicitations: Vec<ElicitRequestUrlParams>) -> ErrorObject {
-    let data =
-        serde_json::to_value(UrlElicitationRequiredData { elicitations }).unwrap_or(Value::Null);
+    let data = serde_json::to_value(UrlElicitationRequiredData {
+        elicitations,
+        extra: Default::default(),
+    })
+    .unwrap_or(Value::Null);
     ErrorObject::new(
         ErrorCode::LEGACY_URL_ELICITATION_REQUIRED,
         "URL elicitation required",

@@ -12,8 +12,8 @@
 //! - `_meta` is an open JSON object ([`Meta`]); reserved keys have constants in [`meta`].
 //! - Every result carries a [`ResultType`]; a result without one deserializes as
 //!   [`ResultType::COMPLETE`].
-//! - Open objects (results, capabilities) keep unknown members in an `extra` map, so nothing
-//!   a newer peer sends is lost on a round trip.
+//! - Every object type keeps the members it does not model in an `extra` map, written back
+//!   in place, so nothing a newer (or older) peer sends is lost on a round trip.
 //! - Free-form JSON (tool schemas, arguments, `structuredContent`) is kept verbatim.
 //! - Constant discriminators (`"type": "text"`, `"method": "roots/list"`, …) are zero-sized
 //!   fields from [`tags`], filled in by `Default` and every constructor. Unions pick their
@@ -49,10 +49,56 @@
 //! `initialize` handshake, session-scoped methods, server→client requests, legacy error codes)
 //! is in [`legacy`], with [`legacy::to_legacy_result`] to write a result in the legacy shape.
 //!
+//! # Stability
+//!
+//! The protocol grows: every revision so far added members to existing objects, kinds of
+//! content and values to enumerations. This crate is built so that such growth is neither a
+//! breaking release of the crate nor a failure on the wire. Until 1.0, a release that breaks
+//! the API bumps the minor version (0.1 → 0.2); the rules below make most protocol growth a
+//! patch or minor change that no caller notices.
+//!
+//! **Structs** that mirror a schema object are `#[non_exhaustive]`: read and change their
+//! public fields freely, but build them with their constructors (`Tool::new`,
+//! `CallToolResult::text`, …), their `with_*` builders, or `Default::default()` followed by
+//! field assignments, not with a struct expression, so that a field added by a future
+//! revision is not a breaking change. Each keeps what it does not model in `extra`.
+//! The JSON-RPC 2.0 framing ([`JsonRpcRequest`], [`JsonRpcNotification`],
+//! [`JsonRpcResponse`], [`JsonRpcErrorResponse`], [`ErrorObject`]) is frozen by JSON-RPC 2.0
+//! and stays exhaustive; members outside JSON-RPC 2.0 in an envelope are ignored.
+//!
+//! **Unions and enumerations** are `#[non_exhaustive]` where a revision may add a variant, so
+//! a `match` needs a wildcard arm. What an unknown value does on the wire depends on who
+//! must act on it:
+//!
+//! | type | an unknown value | why |
+//! | --- | --- | --- |
+//! | [`ContentBlock`], [`SamplingMessageContentBlock`] (`type`) | kept as [`UnknownContent`] and written back as it came | content is passed on or shown; revisions add kinds (`audio`, `resource_link`, `tool_use`) |
+//! | [`ResultType`], [`StopReason`] | kept (open string types with constants) | the schema leaves them open |
+//! | [`Outcome`] (`resultType` of a result) | refused, naming it | the specification makes an unrecognized `resultType` an invalid result |
+//! | [`InputRequest`] (`method`), [`ElicitRequestParams`] (`mode`), [`legacy::ServerRequest`] | refused, naming it | the receiver must answer it, and capabilities close the set: a server may only ask what the client declared |
+//! | [`PrimitiveSchemaDefinition`], [`EnumSchema`] (`type`), [`elicitation::StringFormat`] | refused, naming it | a client must render every field of a form, and the specification restricts forms to these kinds to keep clients simple |
+//! | [`CompletionReference`] (`type`) | refused, naming it | the server must resolve it |
+//! | [`ResourceContents`] (`text` or `blob`) | refused | told apart by members, not a tag; there is no third |
+//! | [`InputResponse`] | kept as [`InputResponse::Unrecognized`] | one bad answer must not make a whole request unreadable; the server refuses it as an answer |
+//! | [`LoggingLevel`], [`Role`], [`tasks::TaskStatus`], [`CacheScope`], [`implementation::IconTheme`], [`ElicitAction`], [`sampling::IncludeContext`], [`ToolChoiceMode`], [`elicitation::NumberType`] | refused, naming it | closed by the schema; the receiver acts on the value (severity order, terminal states, cache sharing) |
+//!
+//! Some enumerations stay exhaustive on purpose, so that a `match` on them needs no wildcard
+//! and a new variant is a breaking release that every `match` must answer:
+//! [`LoggingLevel`] (the eight RFC 5424 severities, ordered), [`ElicitAction`] (accept,
+//! decline, cancel), [`elicitation::NumberType`] (JSON Schema's two numeric types), the form
+//! field schemas ([`PrimitiveSchemaDefinition`], [`EnumSchema`] and its two selects,
+//! [`elicitation::StringFormat`]: a form renderer must handle every kind of field, and no
+//! capability keeps a new kind from an old client), and the JSON shapes [`RequestId`],
+//! [`ProgressToken`], [`SamplingMessageContent`] and [`JsonRpcMessage`].
+//!
+//! **Other crates in the public API**: `serde` 1 and `serde_json` 1 (`Value` and `Map` appear
+//! throughout). A major release of either would be a breaking release of this crate.
+//!
 //! [arctern]: https://docs.rs/arctern
 
 pub mod base;
 pub mod capabilities;
+pub mod check;
 pub mod completion;
 pub mod content;
 pub mod discover;
@@ -87,6 +133,7 @@ pub use base::{
     PaginatedResult, RequestParams, ResultMeta,
 };
 pub use capabilities::{ClientCapabilities, ServerCapabilities};
+pub use check::{CheckError, Checker};
 pub use completion::{
     CompleteArgument, CompleteContext, CompleteRequest, CompleteRequestParams, CompleteResult,
     CompleteResultResponse, Completion, CompletionReference, PromptReference,
@@ -94,18 +141,18 @@ pub use completion::{
 };
 pub use content::{
     Annotations, AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
-    ResourceContents, ResourceLink, Role, TextContent, TextResourceContents,
+    ResourceContents, ResourceLink, Role, TextContent, TextResourceContents, UnknownContent,
 };
 pub use discover::{
     DiscoverRequest, DiscoverRequestParams, DiscoverResult, DiscoverResultResponse,
 };
 pub use elicitation::{
-    BooleanSchema, ContentError, ElicitAction, ElicitContent, ElicitRequest,
-    ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams, ElicitResult,
-    ElicitValue, EnumOption, EnumSchema, LegacyTitledEnumSchema, MultiSelectEnumSchema,
-    NumberSchema, NumberType, PrimitiveSchemaDefinition, RequestedSchema, SchemaProperties,
-    SingleSelectEnumSchema, StringFormat, StringSchema, TitledMultiSelectEnumSchema,
-    TitledSingleSelectEnumSchema, UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
+    BooleanSchema, ElicitAction, ElicitContent, ElicitRequest, ElicitRequestFormParams,
+    ElicitRequestParams, ElicitRequestUrlParams, ElicitResult, ElicitValue, EnumOption, EnumSchema,
+    LegacyTitledEnumSchema, MultiSelectEnumSchema, NumberSchema, NumberType,
+    PrimitiveSchemaDefinition, RequestedSchema, SchemaProperties, SingleSelectEnumSchema,
+    StringFormat, StringSchema, TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema,
+    UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
 };
 pub use error::{ErrorCode, ErrorObject};
 pub use implementation::{Icon, Implementation};

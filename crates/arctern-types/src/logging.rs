@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::meta::Meta;
+use crate::meta::{JsonObject, Meta};
 
 /// Severity of a log message (RFC 5424), ordered from least to most severe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -76,6 +76,7 @@ impl FromStr for LoggingLevel {
 
 /// Params of `notifications/message` (`LoggingMessageNotificationParams`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LoggingMessageNotificationParams {
     /// Severity.
     pub level: LoggingLevel,
@@ -87,6 +88,28 @@ pub struct LoggingMessageNotificationParams {
     /// Notification metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl LoggingMessageNotificationParams {
+    /// A message at `level` carrying `data`.
+    pub fn new(level: LoggingLevel, data: Value) -> Self {
+        LoggingMessageNotificationParams {
+            level,
+            logger: None,
+            data,
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// Sets the logger name.
+    pub fn with_logger(mut self, logger: impl Into<String>) -> Self {
+        self.logger = Some(logger.into());
+        self
+    }
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@ pub const TRACE_CONTEXT_KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage
 /// `protocolVersion` and `clientCapabilities` are required on the wire; they are `Option`
 /// here so that a server can tell exactly which one is missing and answer `-32602`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestMeta {
     /// The protocol revision this request speaks.
     #[serde(

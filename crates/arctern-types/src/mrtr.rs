@@ -34,6 +34,7 @@ use crate::util::{buffer, buffer_object, from_object, serialize_variants, str_me
 
 /// The three kinds of input a server may request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum InputRequestKind {
     /// `elicitation/create`: ask the user.
     Elicitation,
@@ -79,7 +80,10 @@ impl fmt::Display for InputRequestKind {
 /// Deserializing reads `method` first: `elicitation/create`, `sampling/createMessage` and
 /// `roots/list` decode the matching request; any other method is rejected (no other request
 /// may be smuggled into `inputRequests`).
+// Wire data held briefly; boxing the large variant would only make matching clumsier.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum InputRequest {
     /// `elicitation/create`.
     Elicit(ElicitRequest),
@@ -244,6 +248,7 @@ pub type InputResponses = BTreeMap<String, InputResponse>;
 // make matching clumsier.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum InputResponse {
     /// Answer to `elicitation/create`.
     Elicit(ElicitResult),
@@ -375,6 +380,7 @@ impl From<ListRootsResult> for InputResponse {
 /// be present.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct InputRequiredResult {
     /// `"input_required"`.
     #[serde(default)]
@@ -441,6 +447,7 @@ impl InputRequiredResult {
 /// `GetPromptRequestParams` and `ReadResourceRequestParams`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct InputResponseRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
@@ -456,6 +463,9 @@ pub struct InputResponseRequestParams {
         deserialize_with = "crate::mrtr::echoed_state"
     )]
     pub request_state: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// Reads an echoed `requestState`: present means a string (`null` included is refused, so
@@ -468,9 +478,11 @@ pub(crate) fn echoed_state<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str
 /// `resources/read`): the complete result `T`, or an [`InputRequiredResult`]. Servers return
 /// it from handlers; clients decode it.
 ///
-/// Deserializing reads `resultType`: `"input_required"` gives
-/// [`Outcome::InputRequired`]; anything else, or no `resultType` (an older server),
-/// decodes `T`. Non-exhaustive: extensions add result types (the tasks extension's `"task"`).
+/// Deserializing reads `resultType`: `"complete"`, or no `resultType` at all (an older
+/// server), decodes `T`; `"input_required"` gives [`Outcome::InputRequired`] and `"task"`
+/// [`Outcome::Task`]. Any other value is refused, naming it: the specification makes a
+/// `resultType` the client does not recognize an invalid result, since only the client knows
+/// which extensions it declared. Non-exhaustive: extensions add result types.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -489,13 +501,24 @@ serialize_variants!(Outcome<T> { Complete, InputRequired, Task });
 impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let map = buffer_object(d, "a result (an object)")?;
-        let result_type = str_member(&map, "resultType");
-        if result_type == Some(ResultType::INPUT_REQUIRED.as_str()) {
-            from_object(map).map(Outcome::InputRequired)
-        } else if result_type == Some(ResultType::TASK.as_str()) {
-            from_object(map).map(Outcome::Task)
-        } else {
-            from_object(map).map(Outcome::Complete)
+        match map.get("resultType") {
+            None => from_object(map).map(Outcome::Complete),
+            Some(Value::String(t)) if *t == ResultType::COMPLETE.as_str() => {
+                from_object(map).map(Outcome::Complete)
+            }
+            Some(Value::String(t)) if *t == ResultType::INPUT_REQUIRED.as_str() => {
+                from_object(map).map(Outcome::InputRequired)
+            }
+            Some(Value::String(t)) if *t == ResultType::TASK.as_str() => {
+                from_object(map).map(Outcome::Task)
+            }
+            Some(Value::String(other)) => Err(serde::de::Error::custom(format_args!(
+                "unrecognized resultType {other:?} (expected \"complete\", \"input_required\" or \"task\")"
+            ))),
+            Some(other) => Err(serde::de::Error::invalid_type(
+                crate::util::unexpected(other),
+                &"a resultType string",
+            )),
         }
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::{NotificationMeta, NotificationParams};
 use crate::jsonrpc::{JsonRpcNotification, RequestId};
 use crate::logging::LoggingMessageNotificationParams;
+use crate::meta::JsonObject;
 use crate::progress::ProgressNotificationParams;
 
 /// Params of `notifications/cancelled` (`CancelledNotificationParams`).
@@ -17,6 +18,7 @@ use crate::progress::ProgressNotificationParams;
 /// the server only sends it to end a listen stream. Over HTTP, closing the stream cancels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CancelledNotificationParams {
     /// Notification metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -26,6 +28,9 @@ pub struct CancelledNotificationParams {
     /// Why, for logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl CancelledNotificationParams {
@@ -35,6 +40,7 @@ impl CancelledNotificationParams {
             meta: None,
             request_id,
             reason: None,
+            extra: Default::default(),
         }
     }
 
@@ -47,12 +53,16 @@ impl CancelledNotificationParams {
 
 /// Params of `notifications/resources/updated` (`ResourceUpdatedNotificationParams`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResourceUpdatedNotificationParams {
     /// Carries the subscription id.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<NotificationMeta>,
     /// The URI that changed (possibly a sub-resource of a subscribed URI).
     pub uri: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ResourceUpdatedNotificationParams {
@@ -61,6 +71,16 @@ impl ResourceUpdatedNotificationParams {
         ResourceUpdatedNotificationParams {
             meta: Some(NotificationMeta::for_subscription(subscription_id)),
             uri: uri.into(),
+            extra: Default::default(),
+        }
+    }
+
+    /// `uri` changed, outside any listen stream (what a legacy session sends).
+    pub fn without_subscription(uri: impl Into<String>) -> Self {
+        ResourceUpdatedNotificationParams {
+            meta: None,
+            uri: uri.into(),
+            extra: Default::default(),
         }
     }
 }

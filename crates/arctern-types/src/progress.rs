@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::meta::Meta;
+use crate::meta::{JsonObject, Meta};
 
 /// A progress token (`ProgressToken`): a string or an integer chosen by the client.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -46,6 +46,7 @@ impl From<&str> for ProgressToken {
 /// Params of `notifications/progress` (`ProgressNotificationParams`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ProgressNotificationParams {
     /// The token from the request's `_meta.progressToken`.
     pub progress_token: ProgressToken,
@@ -66,4 +67,33 @@ pub struct ProgressNotificationParams {
     /// Notification metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ProgressNotificationParams {
+    /// Progress `progress` of the request with `progress_token`.
+    pub fn new(progress_token: impl Into<ProgressToken>, progress: f64) -> Self {
+        ProgressNotificationParams {
+            progress_token: progress_token.into(),
+            progress,
+            total: None,
+            message: None,
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// Sets the total.
+    pub fn with_total(mut self, total: f64) -> Self {
+        self.total = Some(total);
+        self
+    }
+
+    /// Sets the message.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
 }

@@ -15,6 +15,7 @@ use crate::result::{CacheScope, Cursor, ResultType};
 /// A prompt template the server offers (`Prompt`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Prompt {
     /// Programmatic name.
     pub name: String,
@@ -33,6 +34,9 @@ pub struct Prompt {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl Prompt {
@@ -61,6 +65,7 @@ impl Prompt {
 /// An argument of a prompt (`PromptArgument`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct PromptArgument {
     /// Programmatic name.
     pub name: String,
@@ -73,6 +78,9 @@ pub struct PromptArgument {
     /// Whether the argument must be given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<bool>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl PromptArgument {
@@ -103,11 +111,15 @@ impl PromptArgument {
 
 /// One message of a prompt (`PromptMessage`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PromptMessage {
     /// Who says it.
     pub role: Role,
     /// What is said.
     pub content: ContentBlock,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl PromptMessage {
@@ -116,6 +128,7 @@ impl PromptMessage {
         PromptMessage {
             role,
             content: content.into(),
+            extra: Default::default(),
         }
     }
 
@@ -137,6 +150,7 @@ pub type ListPromptsRequestParams = PaginatedRequestParams;
 /// carries `inputResponses` and/or `requestState`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct GetPromptRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
@@ -157,6 +171,9 @@ pub struct GetPromptRequestParams {
         deserialize_with = "crate::mrtr::echoed_state"
     )]
     pub request_state: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl GetPromptRequestParams {
@@ -181,6 +198,7 @@ impl GetPromptRequestParams {
 /// The result of `prompts/list` (`ListPromptsResult`). Cacheable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListPromptsResult {
     /// Always `"complete"`.
     #[serde(default)]
@@ -229,6 +247,7 @@ impl_cacheable!(ListPromptsResult);
 /// The complete result of `prompts/get` (`GetPromptResult`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct GetPromptResult {
     /// Always `"complete"` for this type.
     #[serde(default)]

@@ -13,6 +13,7 @@ use crate::result::{CacheScope, Cursor, ResultType};
 /// A resource the server can read (`Resource`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Resource {
     /// The resource URI.
     pub uri: String,
@@ -39,6 +40,9 @@ pub struct Resource {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl Resource {
@@ -73,6 +77,7 @@ impl Resource {
 /// A family of resources described by a URI template (`ResourceTemplate`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ResourceTemplate {
     /// An RFC 6570 URI template.
     pub uri_template: String,
@@ -96,6 +101,9 @@ pub struct ResourceTemplate {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ResourceTemplate {
@@ -130,12 +138,16 @@ impl ResourceTemplate {
 /// Params naming one resource (`ResourceRequestParams`), the base of
 /// [`ReadResourceRequestParams`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ResourceRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
     pub meta: RequestMeta,
     /// The resource URI.
     pub uri: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// Params of `resources/list` (`PaginatedRequestParams`).
@@ -148,6 +160,7 @@ pub type ListResourceTemplatesRequestParams = PaginatedRequestParams;
 /// a retry carries `inputResponses` and/or `requestState`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ReadResourceRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
@@ -165,6 +178,9 @@ pub struct ReadResourceRequestParams {
         deserialize_with = "crate::mrtr::echoed_state"
     )]
     pub request_state: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ReadResourceRequestParams {
@@ -181,6 +197,7 @@ impl ReadResourceRequestParams {
 /// The result of `resources/list` (`ListResourcesResult`). Cacheable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListResourcesResult {
     /// Always `"complete"`.
     #[serde(default)]
@@ -227,6 +244,7 @@ impl ListResourcesResult {
 /// The result of `resources/templates/list` (`ListResourceTemplatesResult`). Cacheable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListResourceTemplatesResult {
     /// Always `"complete"`.
     #[serde(default)]
@@ -274,6 +292,7 @@ impl ListResourceTemplatesResult {
 /// retry carrying `inputResponses` or `requestState` must not be cached).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ReadResourceResult {
     /// Always `"complete"`.
     #[serde(default)]

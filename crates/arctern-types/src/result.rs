@@ -5,6 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::meta::JsonObject;
+
 /// `resultType`: how to read a result. Open for extensions (the tasks extension adds
 /// `"task"`).
 ///
@@ -64,6 +66,7 @@ impl fmt::Display for ResultType {
 /// `cacheScope`: who may reuse a cached result.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum CacheScope {
     /// Holds no user-specific data; any cache may share it.
     #[default]
@@ -78,6 +81,7 @@ pub type Cursor = String;
 /// An empty result (`EmptyResult`): only `resultType` and `_meta`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct EmptyResult {
     /// Always `"complete"`.
     #[serde(default)]
@@ -85,6 +89,9 @@ pub struct EmptyResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<crate::meta::Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 #[cfg(test)]

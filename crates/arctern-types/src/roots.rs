@@ -8,6 +8,7 @@ use crate::tags;
 
 /// A directory or file the client exposes (`Root`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Root {
     /// A `file://` URI.
     pub uri: String,
@@ -17,6 +18,9 @@ pub struct Root {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl Root {
@@ -38,6 +42,7 @@ impl Root {
 /// A roots input request (`ListRootsRequest`): `{"method": "roots/list"}`, without JSON-RPC
 /// members.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListRootsRequest {
     /// Always `"roots/list"`.
     pub method: tags::RootsList,
@@ -58,15 +63,20 @@ impl ListRootsRequest {
 
 /// The params of a [`ListRootsRequest`] (`ListRootsRequest.params`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListRootsRequestParams {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// The client's roots (`ListRootsResult`). Not a JSON-RPC result in 2026-07-28 (no
 /// `resultType`): it travels inside `inputResponses`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ListRootsResult {
     /// The roots.
     pub roots: Vec<Root>,

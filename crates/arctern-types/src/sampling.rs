@@ -7,7 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::content::{AudioContent, ContentBlock, ImageContent, Role, TextContent};
+use crate::content::{AudioContent, ContentBlock, ImageContent, Role, TextContent, UnknownContent};
 use crate::meta::{JsonObject, Meta};
 use crate::tags;
 use crate::tools::Tool;
@@ -16,6 +16,7 @@ use crate::util::{buffer, from_object, serialize_variants, str_member, unexpecte
 /// A sampling input request (`CreateMessageRequest`): `{"method": "sampling/createMessage",
 /// "params": ...}`, without JSON-RPC members.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CreateMessageRequest {
     /// Always `"sampling/createMessage"`.
     pub method: tags::SamplingCreateMessage,
@@ -40,6 +41,7 @@ impl CreateMessageRequest {
 /// Params of a sampling request (`CreateMessageRequestParams`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CreateMessageRequestParams {
     /// The conversation so far.
     pub messages: Vec<SamplingMessage>,
@@ -74,6 +76,9 @@ pub struct CreateMessageRequestParams {
     /// How the model should use the tools (needs `sampling.tools`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl CreateMessageRequestParams {
@@ -106,6 +111,7 @@ impl CreateMessageRequestParams {
 
 /// One message of a sampled conversation (`SamplingMessage`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SamplingMessage {
     /// Who says it.
     pub role: Role,
@@ -114,6 +120,9 @@ pub struct SamplingMessage {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl SamplingMessage {
@@ -123,6 +132,17 @@ impl SamplingMessage {
             role,
             content: SamplingMessageContent::Single(content.into()),
             meta: None,
+            extra: Default::default(),
+        }
+    }
+
+    /// A message of several blocks (an array on the wire), such as parallel tool uses.
+    pub fn from_blocks(role: Role, blocks: Vec<SamplingMessageContentBlock>) -> Self {
+        SamplingMessage {
+            role,
+            content: SamplingMessageContent::Multiple(blocks),
+            meta: None,
+            extra: JsonObject::new(),
         }
     }
 
@@ -140,6 +160,8 @@ impl SamplingMessage {
 /// The `content` of a [`SamplingMessage`] or [`CreateMessageResult`]: one block or an array
 /// of blocks. Deserializing picks by JSON type (object or array), and the form received is
 /// kept on the way out.
+// Wire data held briefly; boxing the large variant would only make matching clumsier.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum SamplingMessageContent {
     /// A single block (an object on the wire).
@@ -197,7 +219,12 @@ impl From<Vec<SamplingMessageContentBlock>> for SamplingMessageContent {
 }
 
 /// A block in a sampled message (`SamplingMessageContentBlock`), tagged by `type`.
+///
+/// As for [`ContentBlock`], a `type` this crate does not know (`tool_use` and `tool_result`
+/// came with 2025-11-25) is kept as [`SamplingMessageContentBlock::Unknown`] and written back
+/// as it came; the resource blocks of tool results are not sampling blocks and are rejected.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum SamplingMessageContentBlock {
     /// `"text"`.
     Text(TextContent),
@@ -209,6 +236,8 @@ pub enum SamplingMessageContentBlock {
     ToolUse(ToolUseContent),
     /// `"tool_result"`: the result of a tool use, sent back to the model.
     ToolResult(ToolResultContent),
+    /// Any other `type`, kept as received.
+    Unknown(UnknownContent),
 }
 
 serialize_variants!(SamplingMessageContentBlock {
@@ -216,7 +245,8 @@ serialize_variants!(SamplingMessageContentBlock {
     Image,
     Audio,
     ToolUse,
-    ToolResult
+    ToolResult,
+    Unknown
 });
 
 impl<'de> Deserialize<'de> for SamplingMessageContentBlock {
@@ -232,10 +262,15 @@ impl<'de> Deserialize<'de> for SamplingMessageContentBlock {
             Some(tags::ToolResult::VALUE) => {
                 from_object(map).map(SamplingMessageContentBlock::ToolResult)
             }
-            Some(other) => Err(serde::de::Error::unknown_variant(
-                other,
-                &["text", "image", "audio", "tool_use", "tool_result"],
-            )),
+            Some(other @ (tags::ResourceLink::VALUE | tags::Resource::VALUE)) => {
+                Err(serde::de::Error::unknown_variant(
+                    other,
+                    &["text", "image", "audio", "tool_use", "tool_result"],
+                ))
+            }
+            Some(_) => UnknownContent::new(map)
+                .map(SamplingMessageContentBlock::Unknown)
+                .map_err(|_| serde::de::Error::missing_field("type")),
             None => Err(serde::de::Error::missing_field("type")),
         }
     }
@@ -288,6 +323,7 @@ impl From<ToolResultContent> for SamplingMessageContentBlock {
 
 /// The model asks to call a tool (`ToolUseContent`, `"type": "tool_use"`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolUseContent {
     /// Always `"tool_use"`.
     #[serde(rename = "type")]
@@ -301,6 +337,9 @@ pub struct ToolUseContent {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ToolUseContent {
@@ -318,6 +357,7 @@ impl ToolUseContent {
 /// The result of a tool use (`ToolResultContent`, `"type": "tool_result"`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolResultContent {
     /// Always `"tool_result"`.
     #[serde(rename = "type")]
@@ -339,6 +379,9 @@ pub struct ToolResultContent {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ToolResultContent {
@@ -357,6 +400,7 @@ impl ToolResultContent {
 /// `inputResponses`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CreateMessageResult {
     /// Who says it (normally the assistant).
     pub role: Role,
@@ -438,6 +482,7 @@ impl fmt::Display for StopReason {
 /// Which MCP context to include in a sampling prompt (`includeContext`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum IncludeContext {
     /// No context.
     None,
@@ -449,15 +494,30 @@ pub enum IncludeContext {
 
 /// How the model may use the offered tools (`ToolChoice`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolChoice {
     /// The mode; the client's default is `auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<ToolChoiceMode>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ToolChoice {
+    /// A choice of `mode`.
+    pub fn new(mode: ToolChoiceMode) -> Self {
+        ToolChoice {
+            mode: Some(mode),
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// `ToolChoice.mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ToolChoiceMode {
     /// The model decides.
     Auto,
@@ -470,6 +530,7 @@ pub enum ToolChoiceMode {
 /// The server's model preferences (`ModelPreferences`); advisory.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ModelPreferences {
     /// Model name hints, in order of preference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -495,14 +556,54 @@ pub struct ModelPreferences {
         serialize_with = "crate::util::compact_f64"
     )]
     pub intelligence_priority: Option<f64>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ModelPreferences {
+    /// No preferences yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a model name hint (hints are in order of preference).
+    pub fn with_hint(mut self, name: impl Into<String>) -> Self {
+        self.hints
+            .get_or_insert_with(Vec::new)
+            .push(ModelHint::new(name));
+        self
+    }
+
+    /// Sets how much cost matters, 0 to 1.
+    pub fn with_cost_priority(mut self, priority: f64) -> Self {
+        self.cost_priority = Some(priority);
+        self
+    }
+
+    /// Sets how much speed matters, 0 to 1.
+    pub fn with_speed_priority(mut self, priority: f64) -> Self {
+        self.speed_priority = Some(priority);
+        self
+    }
+
+    /// Sets how much capability matters, 0 to 1.
+    pub fn with_intelligence_priority(mut self, priority: f64) -> Self {
+        self.intelligence_priority = Some(priority);
+        self
+    }
 }
 
 /// A model name hint (`ModelHint`), matched as a substring of model names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelHint {
     /// A full or partial model name, such as `"claude"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl ModelHint {
@@ -510,6 +611,7 @@ impl ModelHint {
     pub fn new(name: impl Into<String>) -> Self {
         ModelHint {
             name: Some(name.into()),
+            extra: Default::default(),
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::result::ResultType;
 /// Which notifications a listen stream carries (`SubscriptionFilter`). Everything is opt-in.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct SubscriptionFilter {
     /// `notifications/tools/list_changed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +32,38 @@ pub struct SubscriptionFilter {
 }
 
 impl SubscriptionFilter {
+    /// A filter asking for nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks for `notifications/tools/list_changed`.
+    pub fn with_tools_list_changed(mut self) -> Self {
+        self.tools_list_changed = Some(true);
+        self
+    }
+
+    /// Asks for `notifications/prompts/list_changed`.
+    pub fn with_prompts_list_changed(mut self) -> Self {
+        self.prompts_list_changed = Some(true);
+        self
+    }
+
+    /// Asks for `notifications/resources/list_changed`.
+    pub fn with_resources_list_changed(mut self) -> Self {
+        self.resources_list_changed = Some(true);
+        self
+    }
+
+    /// Asks for `notifications/resources/updated` of `uri` (added to those already asked
+    /// for).
+    pub fn with_resource(mut self, uri: impl Into<String>) -> Self {
+        self.resource_subscriptions
+            .get_or_insert_with(Vec::new)
+            .push(uri.into());
+        self
+    }
+
     /// Whether tool-list changes were asked for.
     pub fn wants_tools_list_changed(&self) -> bool {
         self.tools_list_changed == Some(true)
@@ -101,16 +134,32 @@ impl SubscriptionFilter {
 
 /// Params of `subscriptions/listen` (`SubscriptionsListenRequestParams`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SubscriptionsListenRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
     pub meta: RequestMeta,
     /// The notifications to deliver on this stream.
     pub notifications: SubscriptionFilter,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl SubscriptionsListenRequestParams {
+    /// A listen request for the notifications `filter` asks for.
+    pub fn new(meta: RequestMeta, filter: SubscriptionFilter) -> Self {
+        SubscriptionsListenRequestParams {
+            meta,
+            notifications: filter,
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// The `_meta` of a listen stream's final result (`SubscriptionsListenResultMetaObject`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SubscriptionsListenResultMeta {
     /// The JSON-RPC id of the listen request.
     #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
@@ -127,11 +176,23 @@ pub struct SubscriptionsListenResultMeta {
     pub extra: Meta,
 }
 
+impl SubscriptionsListenResultMeta {
+    /// The `_meta` naming the listen request `subscription_id`.
+    pub fn new(subscription_id: RequestId) -> Self {
+        SubscriptionsListenResultMeta {
+            subscription_id,
+            server_info: None,
+            extra: Meta::new(),
+        }
+    }
+}
+
 /// The result that ends a listen stream gracefully (`SubscriptionsListenResult`).
 ///
 /// Unlike other results its `_meta` is required: it names the subscription.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct SubscriptionsListenResult {
     /// Always `"complete"`.
     #[serde(default)]
@@ -162,12 +223,16 @@ impl SubscriptionsListenResult {
 /// Params of `notifications/subscriptions/acknowledged`
 /// (`SubscriptionsAcknowledgedNotificationParams`): the first message of every listen stream.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SubscriptionsAcknowledgedNotificationParams {
     /// Carries the subscription id.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<NotificationMeta>,
     /// The notifications the server will actually deliver (a subset of those requested).
     pub notifications: SubscriptionFilter,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl SubscriptionsAcknowledgedNotificationParams {
@@ -176,6 +241,7 @@ impl SubscriptionsAcknowledgedNotificationParams {
         SubscriptionsAcknowledgedNotificationParams {
             meta: Some(NotificationMeta::for_subscription(subscription_id)),
             notifications,
+            extra: Default::default(),
         }
     }
 }

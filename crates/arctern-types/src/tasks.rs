@@ -26,6 +26,7 @@ pub const EXTENSION_ID: &str = "io.modelcontextprotocol/tasks";
 /// The status of a task. `completed`, `failed` and `cancelled` are terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TaskStatus {
     /// The request is being processed.
     Working,
@@ -69,6 +70,7 @@ impl std::fmt::Display for TaskStatus {
 /// What every view of a task carries (`Task`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Task {
     /// The task's identifier (server-generated, unguessable).
     pub task_id: String,
@@ -87,6 +89,12 @@ pub struct Task {
     /// Suggested polling interval in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poll_interval_ms: Option<u64>,
+    /// Members this type does not model, kept as received and written back as they came.
+    /// The objects that embed a task ([`DetailedTask`], [`CreateTaskResult`],
+    /// [`GetTaskResult`], [`TaskStatusNotificationParams`]) keep their own unknown members
+    /// here too: one map per object, so that nothing is written twice.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 fn always<S: Serializer>(value: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
@@ -109,6 +117,7 @@ impl Task {
             last_updated_at: at,
             ttl_ms: None,
             poll_interval_ms: None,
+            extra: JsonObject::new(),
         }
     }
 }
@@ -118,6 +127,7 @@ impl Task {
 /// give it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct DetailedTask {
     /// The task.
     #[serde(flatten)]
@@ -150,6 +160,7 @@ impl DetailedTask {
 /// The answer to a request that became a task (`CreateTaskResult`, `"resultType": "task"`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CreateTaskResult {
     /// `"task"`.
     pub result_type: ResultType,
@@ -175,17 +186,33 @@ impl CreateTaskResult {
 /// `tasks/get` params (`GetTaskRequest`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct GetTaskRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
     pub meta: RequestMeta,
     /// The task to read.
     pub task_id: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl GetTaskRequestParams {
+    /// Reads the task `task_id`.
+    pub fn new(meta: RequestMeta, task_id: impl Into<String>) -> Self {
+        GetTaskRequestParams {
+            meta,
+            task_id: task_id.into(),
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// The answer to `tasks/get` (`GetTaskResult`, `"resultType": "complete"`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct GetTaskResult {
     /// `"complete"`.
     #[serde(default)]
@@ -213,6 +240,7 @@ impl GetTaskResult {
 /// questions. The answer is an empty result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct UpdateTaskRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
@@ -222,22 +250,57 @@ pub struct UpdateTaskRequestParams {
     /// Answers, keyed like the task's `inputRequests`.
     #[serde(default)]
     pub input_responses: InputResponses,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl UpdateTaskRequestParams {
+    /// Answers some of the questions of the task `task_id`.
+    pub fn new(
+        meta: RequestMeta,
+        task_id: impl Into<String>,
+        input_responses: InputResponses,
+    ) -> Self {
+        UpdateTaskRequestParams {
+            meta,
+            task_id: task_id.into(),
+            input_responses,
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// `tasks/cancel` params (`CancelTaskRequest`). The answer is an empty result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CancelTaskRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
     pub meta: RequestMeta,
     /// The task to cancel.
     pub task_id: String,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl CancelTaskRequestParams {
+    /// Cancels the task `task_id`.
+    pub fn new(meta: RequestMeta, task_id: impl Into<String>) -> Self {
+        CancelTaskRequestParams {
+            meta,
+            task_id: task_id.into(),
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// `notifications/tasks` params (`TaskStatusNotificationParams`): the full state of a task,
 /// as `tasks/get` would give it at that moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskStatusNotificationParams {
     /// Notification metadata (the listen stream's subscription id).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -245,6 +308,13 @@ pub struct TaskStatusNotificationParams {
     /// The task.
     #[serde(flatten)]
     pub task: DetailedTask,
+}
+
+impl TaskStatusNotificationParams {
+    /// The state of `task`, outside any listen stream (set `meta` for one).
+    pub fn new(task: DetailedTask) -> Self {
+        TaskStatusNotificationParams { meta: None, task }
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::result::{CacheScope, Cursor, ResultType};
 /// A tool the client can call (`Tool`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Tool {
     /// Programmatic name, unique on the server. Should be 1–128 characters of
     /// `[A-Za-z0-9_.-]`.
@@ -42,6 +43,10 @@ pub struct Tool {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this type does not model, kept as received and written back as they came:
+    /// for example `execution` (`{"taskSupport": "required"}`) of a 2025-11-25 server.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl Tool {
@@ -87,6 +92,7 @@ impl Tool {
 /// Hints about a tool's behaviour (`ToolAnnotations`). Untrusted unless the server is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// Human-readable name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,6 +109,46 @@ pub struct ToolAnnotations {
     /// The tool interacts with an open world of external entities (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ToolAnnotations {
+    /// No hints yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the human-readable name.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Says whether the tool leaves its environment unchanged.
+    pub fn with_read_only_hint(mut self, read_only: bool) -> Self {
+        self.read_only_hint = Some(read_only);
+        self
+    }
+
+    /// Says whether the tool may perform destructive updates.
+    pub fn with_destructive_hint(mut self, destructive: bool) -> Self {
+        self.destructive_hint = Some(destructive);
+        self
+    }
+
+    /// Says whether repeating a call with the same arguments has no further effect.
+    pub fn with_idempotent_hint(mut self, idempotent: bool) -> Self {
+        self.idempotent_hint = Some(idempotent);
+        self
+    }
+
+    /// Says whether the tool interacts with an open world of external entities.
+    pub fn with_open_world_hint(mut self, open_world: bool) -> Self {
+        self.open_world_hint = Some(open_world);
+        self
+    }
 }
 
 /// Params of `tools/list` (`PaginatedRequestParams`).
@@ -110,8 +156,13 @@ pub type ListToolsRequestParams = PaginatedRequestParams;
 
 /// Params of `tools/call` (`CallToolRequestParams`). A multi round-trip request: a retry
 /// carries `inputResponses` and/or `requestState`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+//
+// Deserialize is written by hand: these params are parsed on every call, and
+// `#[serde(flatten)]` would route every member through serde's buffering; here a known
+// member is read straight into its field and only an unknown one is kept as a `Value`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CallToolRequestParams {
     /// The per-request envelope.
     #[serde(rename = "_meta", default)]
@@ -132,6 +183,118 @@ pub struct CallToolRequestParams {
         deserialize_with = "crate::mrtr::echoed_state"
     )]
     pub request_state: Option<String>,
+    /// Members this type does not model, kept as received and written back as they came.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl<'de> Deserialize<'de> for CallToolRequestParams {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, MapAccess, Visitor};
+
+        struct Params;
+
+        /// A member name, matched without allocating; only an unknown one is copied.
+        enum Key<'de> {
+            Meta,
+            Name,
+            Arguments,
+            InputResponses,
+            RequestState,
+            Other(std::borrow::Cow<'de, str>),
+        }
+
+        impl<'de> Key<'de> {
+            fn of(name: &str) -> Option<Key<'de>> {
+                Some(match name {
+                    "_meta" => Key::Meta,
+                    "name" => Key::Name,
+                    "arguments" => Key::Arguments,
+                    "inputResponses" => Key::InputResponses,
+                    "requestState" => Key::RequestState,
+                    _ => return None,
+                })
+            }
+        }
+
+        impl<'de> Deserialize<'de> for Key<'de> {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct KeyVisitor;
+                impl<'de> Visitor<'de> for KeyVisitor {
+                    type Value = Key<'de>;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a member name")
+                    }
+                    fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                        Ok(Key::of(v).unwrap_or(Key::Other(v.into())))
+                    }
+                    fn visit_str<E: Error>(self, v: &str) -> Result<Key<'de>, E> {
+                        Ok(Key::of(v).unwrap_or_else(|| Key::Other(v.to_owned().into())))
+                    }
+                    fn visit_string<E: Error>(self, v: String) -> Result<Key<'de>, E> {
+                        Ok(Key::of(&v).unwrap_or(Key::Other(v.into())))
+                    }
+                }
+                d.deserialize_identifier(KeyVisitor)
+            }
+        }
+
+        impl<'de> Visitor<'de> for Params {
+            type Value = CallToolRequestParams;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("tools/call params (an object)")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut params = CallToolRequestParams::default();
+                let (mut meta, mut name, mut arguments, mut responses, mut state) =
+                    (false, false, false, false, false);
+                let once = |seen: &mut bool, field: &'static str| {
+                    if std::mem::replace(seen, true) {
+                        Err(A::Error::duplicate_field(field))
+                    } else {
+                        Ok(())
+                    }
+                };
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    match key {
+                        Key::Meta => {
+                            once(&mut meta, "_meta")?;
+                            params.meta = map.next_value()?;
+                        }
+                        Key::Name => {
+                            once(&mut name, "name")?;
+                            params.name = map.next_value()?;
+                        }
+                        Key::Arguments => {
+                            once(&mut arguments, "arguments")?;
+                            params.arguments = map.next_value()?;
+                        }
+                        Key::InputResponses => {
+                            once(&mut responses, "inputResponses")?;
+                            params.input_responses = map.next_value()?;
+                        }
+                        // Present means a string: `null` is refused like any non-string.
+                        Key::RequestState => {
+                            once(&mut state, "requestState")?;
+                            params.request_state = Some(map.next_value::<String>()?);
+                        }
+                        Key::Other(key) => {
+                            let value = map.next_value::<Value>()?;
+                            params.extra.insert(key.into_owned(), value);
+                        }
+                    }
+                }
+                if !name {
+                    return Err(A::Error::missing_field("name"));
+                }
+                Ok(params)
+            }
+        }
+
+        d.deserialize_map(Params)
+    }
 }
 
 impl CallToolRequestParams {
@@ -154,6 +317,7 @@ impl CallToolRequestParams {
 /// The result of `tools/list` (`ListToolsResult`). Cacheable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ListToolsResult {
     /// Always `"complete"`.
     #[serde(default)]
@@ -206,6 +370,7 @@ impl_cacheable!(ListToolsResult);
 /// errors instead.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CallToolResult {
     /// Always `"complete"` for this type.
     #[serde(default)]
@@ -493,6 +658,39 @@ mod tests {
         }
         let r: CallToolResult = serde_json::from_value(json!({"content": []})).unwrap();
         assert_eq!(r.structured_content, None);
+    }
+
+    #[test]
+    fn call_params_keep_unknown_members_and_refuse_what_serde_refused() {
+        let v = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+                       "name": "t", "arguments": {"a": 1}, "requestState": "s",
+                       "task": {"ttl": 60000}, "x-trace": [1, "two"]});
+        let p: CallToolRequestParams = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(p.extra["task"], json!({"ttl": 60000}));
+        assert_eq!(serde_json::to_value(&p).unwrap(), v);
+        let p: CallToolRequestParams = serde_json::from_str(r#"{"name": "t"}"#).unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.arguments, p.extra.len()),
+            ("t", None, 0)
+        );
+        for (bad, why) in [
+            (json!({"arguments": {}}), "missing field `name`"),
+            (
+                json!({"name": "t", "requestState": null}),
+                "invalid type: null",
+            ),
+            (
+                json!({"name": "t", "arguments": []}),
+                "invalid type: sequence",
+            ),
+            (json!([]), "tools/call params"),
+        ] {
+            let e = serde_json::from_value::<CallToolRequestParams>(bad).unwrap_err();
+            assert!(e.to_string().contains(why), "{e}");
+        }
+        let e = serde_json::from_str::<CallToolRequestParams>(r#"{"name": "a", "name": "b"}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("duplicate field `name`"), "{e}");
     }
 
     #[test]

@@ -214,3 +214,93 @@ fn unknown_members_survive_in_open_objects() {
         json!({"resultType": "complete", "tools": []})
     );
 }
+
+/// Adds an unknown member to every object of `value` that is a wire object: not the
+/// JSON-RPC framing (closed by JSON-RPC 2.0, see the crate's "Stability" section), not a
+/// map whose values all have one type (arguments, properties, answers by field, requests by
+/// key), whose values a new member of another type would not fit.
+fn with_unknown_members(value: &mut Value, key: Option<&str>) {
+    const MAPS: [&str; 9] = [
+        "arguments",
+        "inputRequests",
+        "inputResponses",
+        "properties",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "experimental",
+        "extensions",
+    ];
+    match value {
+        Value::Object(map) => {
+            let framing = map.contains_key("jsonrpc")
+                || (map.contains_key("code") && map.contains_key("message"));
+            // An answer's `content` is a map of values; a block's `content` is not an object.
+            let values = key == Some("content") && !map.contains_key("type");
+            let free = matches!(
+                key,
+                Some(
+                    "inputSchema"
+                        | "outputSchema"
+                        | "structuredContent"
+                        | "input"
+                        | "metadata"
+                        | "data"
+                )
+            );
+            for (k, v) in map.iter_mut() {
+                if !free {
+                    with_unknown_members(v, Some(k));
+                }
+            }
+            let typed_map = key.is_some_and(|k| MAPS.contains(&k));
+            if !framing && !values && !free && !typed_map {
+                map.insert(
+                    "x-arctern-future".into(),
+                    serde_json::json!({"kept": [1, "two", {"three": null}]}),
+                );
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                with_unknown_members(item, key);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn unknown_members_survive_every_round_trip() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for ex in common::examples() {
+        let mut json = ex.json.clone();
+        // The two maps by key are examples of their own.
+        let top = matches!(ex.folder.as_str(), "InputRequests" | "InputResponses")
+            .then_some("inputRequests");
+        with_unknown_members(&mut json, top);
+        let text = json.to_string();
+        let Some(results) = common::round_trips(&ex.folder, &text) else {
+            continue;
+        };
+        for (ty, result) in results {
+            checked += 1;
+            match result {
+                Ok(again) if again == json => {}
+                Ok(again) => failures.push(format!(
+                    "{}/{} as {ty}: a member was lost\n  sent:  {json}\n  again: {again}",
+                    ex.folder, ex.file
+                )),
+                Err(e) => failures.push(format!("{}/{} as {ty}: {e}", ex.folder, ex.file)),
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} round trips");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} round trips lost an unknown member:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -71,13 +71,12 @@ fn handshake_validates() {
         "InitializeRequest",
         &InitializeRequest::new(id(), methods::legacy::INITIALIZE, params),
     );
-    let result = InitializeResult {
-        protocol_version: "2025-11-25".into(),
-        capabilities: legacy::server_capabilities_for(&server_caps()),
-        server_info: Implementation::new("server", "1.0.0"),
-        instructions: Some("Use the tools.".into()),
-        ..Default::default()
-    };
+    let result = InitializeResult::new(
+        "2025-11-25",
+        legacy::server_capabilities_for(&server_caps()),
+        Implementation::new("server", "1.0.0"),
+    )
+    .with_instructions("Use the tools.");
     assert!(result.capabilities.extensions.is_none());
     both("InitializeResult", &result);
     both(
@@ -137,18 +136,13 @@ fn session_requests_validate() {
         "ElicitationCompleteNotification",
         &ElicitationCompleteNotification::new(
             methods::legacy::NOTIFICATIONS_ELICITATION_COMPLETE,
-            ElicitationCompleteNotificationParams {
-                elicitation_id: "e-1".into(),
-            },
+            ElicitationCompleteNotificationParams::new("e-1"),
         ),
     );
     // Server notifications on the legacy wire have no subscription id.
     let updated = JsonRpcNotification::new(
         methods::NOTIFICATIONS_RESOURCES_UPDATED,
-        ResourceUpdatedNotificationParams {
-            meta: None,
-            uri: "test://watched-resource".into(),
-        },
+        ResourceUpdatedNotificationParams::without_subscription("test://watched-resource"),
     );
     both("ResourceUpdatedNotification", &updated);
 }

@@ -50,11 +50,9 @@ fn form_schema() -> RequestedSchema {
         )
         .optional(
             "email",
-            StringSchema {
-                format: Some(StringFormat::Email),
-                min_length: Some(3),
-                ..Default::default()
-            },
+            StringSchema::new()
+                .with_format(StringFormat::Email)
+                .with_length(Some(3), None),
         )
         .optional(
             "age",
@@ -75,28 +73,20 @@ fn form_schema() -> RequestedSchema {
             "flavours",
             TitledMultiSelectEnumSchema::new([("v", "Vanilla"), ("c", "Chocolate")]),
         )
-        .optional(
-            "legacy",
-            LegacyTitledEnumSchema {
-                options: vec!["x".into()],
-                enum_names: Some(vec!["X".into()]),
-                ..Default::default()
-            },
-        )
+        .optional("legacy", LegacyTitledEnumSchema::new(["x"], ["X"]))
 }
 
 fn sampling_params() -> CreateMessageRequestParams {
     let mut p = CreateMessageRequestParams::new(
         vec![
             SamplingMessage::user_text("Weather in Paris?"),
-            SamplingMessage {
-                role: Role::Assistant,
-                content: SamplingMessageContent::Multiple(vec![
+            SamplingMessage::from_blocks(
+                Role::Assistant,
+                vec![
                     ToolUseContent::new("call_1", "get_weather", object(json!({"city": "Paris"})))
                         .into(),
-                ]),
-                meta: None,
-            },
+                ],
+            ),
             SamplingMessage::new(
                 Role::User,
                 ToolResultContent::new("call_1", vec![ContentBlock::text("18°C")]),
@@ -105,12 +95,12 @@ fn sampling_params() -> CreateMessageRequestParams {
         100,
     )
     .with_system_prompt("Be brief.")
-    .with_model_preferences(ModelPreferences {
-        hints: Some(vec![ModelHint::new("claude")]),
-        intelligence_priority: Some(0.8),
-        speed_priority: Some(1.0),
-        ..Default::default()
-    });
+    .with_model_preferences(
+        ModelPreferences::new()
+            .with_hint("claude")
+            .with_intelligence_priority(0.8)
+            .with_speed_priority(1.0),
+    );
     p.temperature = Some(0.2);
     p.include_context = Some(IncludeContext::None);
     p.tools = Some(vec![Tool::new(
@@ -118,9 +108,7 @@ fn sampling_params() -> CreateMessageRequestParams {
         "Weather for a city",
         object(json!({"type": "object", "properties": {"city": {"type": "string"}}})),
     )]);
-    p.tool_choice = Some(ToolChoice {
-        mode: Some(ToolChoiceMode::Auto),
-    });
+    p.tool_choice = Some(ToolChoice::new(ToolChoiceMode::Auto));
     p
 }
 
@@ -146,16 +134,13 @@ fn tool() -> Tool {
     .with_output_schema(object(
         json!({"type": "array", "items": {"type": "number"}}),
     ))
-    .with_annotations(ToolAnnotations {
-        read_only_hint: Some(true),
-        ..Default::default()
-    })
-    .with_icons(vec![Icon {
-        src: "https://example.com/i.png".into(),
-        mime_type: Some("image/png".into()),
-        sizes: Some(vec!["48x48".into()]),
-        theme: Some(implementation::IconTheme::Dark),
-    }])
+    .with_annotations(ToolAnnotations::new().with_read_only_hint(true))
+    .with_icons(vec![
+        Icon::new("https://example.com/i.png")
+            .with_mime_type("image/png")
+            .with_sizes(["48x48"])
+            .with_theme(implementation::IconTheme::Dark),
+    ])
 }
 
 #[test]
@@ -202,6 +187,7 @@ fn input_required_results_validate_with_each_kind_of_request() {
             InputRequestKind::Elicitation => "ElicitRequest",
             InputRequestKind::Sampling => "CreateMessageRequest",
             InputRequestKind::Roots => "ListRootsRequest",
+            other => panic!("no schema name for {other}"),
         };
         check(&[def], &request);
         check(&["ClientCapabilities"], &request.required_capabilities());
@@ -499,20 +485,18 @@ fn requests_validate() {
         "path",
         "sr",
     );
-    complete.context = Some(CompleteContext {
-        arguments: Some([("a".to_owned(), "b".to_owned())].into()),
-    });
+    complete.context = Some(CompleteContext::new(
+        [("a".to_owned(), "b".to_owned())].into(),
+    ));
     req::<methods::Complete>("CompleteRequest", complete);
     req::<methods::SubscriptionsListen>(
         "SubscriptionsListenRequest",
-        SubscriptionsListenRequestParams {
-            meta: meta(),
-            notifications: SubscriptionFilter {
-                tools_list_changed: Some(true),
-                resource_subscriptions: Some(vec!["file:///a".into()]),
-                ..Default::default()
-            },
-        },
+        SubscriptionsListenRequestParams::new(
+            meta(),
+            SubscriptionFilter::new()
+                .with_tools_list_changed()
+                .with_resource("file:///a"),
+        ),
     );
     // Without the required envelope keys the request is invalid.
     let bare = methods::request::<methods::ListTools>(id(), PaginatedRequestParams::default());
@@ -552,7 +536,7 @@ fn retries_with_input_responses_validate() {
             Some(InputRequestKind::Elicitation) => "ElicitResult",
             Some(InputRequestKind::Sampling) => "CreateMessageResult",
             Some(InputRequestKind::Roots) => "ListRootsResult",
-            None => unreachable!(),
+            other => panic!("no schema name for {other:?}"),
         };
         check(&[def, "InputResponse"], r);
     }
@@ -602,22 +586,14 @@ fn notifications_validate() {
     );
     note::<methods::Progress>(
         &["ProgressNotification", "ServerNotification"],
-        ProgressNotificationParams {
-            progress_token: ProgressToken::from("p1"),
-            progress: 50.0,
-            total: Some(100.0),
-            message: Some("half".into()),
-            meta: None,
-        },
+        ProgressNotificationParams::new("p1", 50.0)
+            .with_total(100.0)
+            .with_message("half"),
     );
     note::<methods::LoggingMessage>(
         &["LoggingMessageNotification", "ServerNotification"],
-        LoggingMessageNotificationParams {
-            level: LoggingLevel::Warning,
-            logger: Some("db".into()),
-            data: json!({"error": "x"}),
-            meta: None,
-        },
+        LoggingMessageNotificationParams::new(LoggingLevel::Warning, json!({"error": "x"}))
+            .with_logger("db"),
     );
     note::<methods::ToolListChanged>(
         &["ToolListChangedNotification", "ServerNotification"],
@@ -642,10 +618,7 @@ fn notifications_validate() {
         ],
         SubscriptionsAcknowledgedNotificationParams::new(
             sub,
-            SubscriptionFilter {
-                prompts_list_changed: Some(true),
-                ..Default::default()
-            },
+            SubscriptionFilter::new().with_prompts_list_changed(),
         ),
     );
 }

@@ -15,9 +15,7 @@ use arctern::server::{
 };
 use arctern::transport::http::{HttpConfig, StreamableHttpService};
 use arctern::types::ErrorObject;
-use arctern::types::capabilities::{
-    PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
-};
+use arctern::types::capabilities::{PromptsCapability, ResourcesCapability, ToolsCapability};
 use arctern::types::meta::JsonObject;
 use arctern::types::prompts::{GetPromptRequestParams, GetPromptResult, PromptMessage};
 use arctern::types::resources::{ReadResourceRequestParams, ReadResourceResult};
@@ -284,15 +282,10 @@ impl Drop for DropFlag {
 
 fn header_server(handler: HeaderServer) -> Server<HeaderServer> {
     let mut config = ServerConfig::new("headers", "1.0");
-    config.capabilities = ServerCapabilities {
-        tools: Some(ToolsCapability {
-            list_changed: Some(true),
-            ..Default::default()
-        }),
-        prompts: Some(PromptsCapability::default()),
-        resources: Some(ResourcesCapability::default()),
-        ..Default::default()
-    };
+    let caps = &mut config.capabilities;
+    caps.tools = Some(ToolsCapability::default().with_list_changed(true));
+    caps.prompts = Some(PromptsCapability::default());
+    caps.resources = Some(ResourcesCapability::default());
     Server::new(handler, config)
 }
 
@@ -515,10 +508,7 @@ async fn subscriptions_stream_over_http() {
     let rec = serve(server.clone(), HttpConfig::new()).await;
     let client = Client::builder().connect(&rec.url).await.unwrap();
     let mut sub = client
-        .subscribe(SubscriptionFilter {
-            tools_list_changed: Some(true),
-            ..Default::default()
-        })
+        .subscribe(SubscriptionFilter::new().with_tools_list_changed())
         .await
         .unwrap();
     assert_eq!(sub.acknowledged().tools_list_changed, Some(true));

@@ -448,11 +448,11 @@ async fn pinned_legacy_skips_the_probe_and_subscribes_to_resources() {
     assert_eq!(first[0]["method"], "initialize");
 
     let mut subscription = client
-        .subscribe(SubscriptionFilter {
-            resource_subscriptions: Some(vec!["file:///watched".into()]),
-            tools_list_changed: Some(true),
-            ..Default::default()
-        })
+        .subscribe(
+            SubscriptionFilter::new()
+                .with_resource("file:///watched")
+                .with_tools_list_changed(),
+        )
         .await
         .unwrap();
     // The server has no tools.listChanged: only the resource is acknowledged.
@@ -491,9 +491,9 @@ async fn dropping_a_subscription_unsubscribes_from_what_nothing_else_watches() {
     )
     .await;
     let client = client.unwrap();
-    let watch = |uris: &[&str]| SubscriptionFilter {
-        resource_subscriptions: Some(uris.iter().map(|u| u.to_string()).collect()),
-        ..Default::default()
+    let watch = |uris: &[&str]| {
+        uris.iter()
+            .fold(SubscriptionFilter::new(), |f, u| f.with_resource(*u))
     };
     let narrow = client.subscribe(watch(&["file:///a"])).await.unwrap();
     let wide = client
@@ -721,10 +721,7 @@ async fn http_session(bare_404: bool) {
     assert_eq!(client.era(), Era::Legacy);
     assert_eq!(client.server_info().unwrap().name, "http-legacy");
     let mut changes = client
-        .subscribe(SubscriptionFilter {
-            tools_list_changed: Some(true),
-            ..Default::default()
-        })
+        .subscribe(SubscriptionFilter::new().with_tools_list_changed())
         .await
         .unwrap();
 

@@ -18,9 +18,7 @@ use arctern::server::{
 };
 use arctern::transport::memory::MemoryTransport;
 use arctern::types::RequestId;
-use arctern::types::capabilities::{
-    PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
-};
+use arctern::types::capabilities::{PromptsCapability, ResourcesCapability, ToolsCapability};
 use arctern::types::elicitation::{ElicitResult, PrimitiveSchemaDefinition, RequestedSchema};
 use arctern::types::jsonrpc::JsonRpcMessage;
 use arctern::types::logging::LoggingLevel;
@@ -93,17 +91,12 @@ impl Scripted {
     /// them, so that the tests see exactly what the client put on the wire.
     fn server(self) -> Server<Scripted> {
         let mut config = ServerConfig::new("scripted", "9.9.9").without_state_sealing();
-        config.capabilities = ServerCapabilities {
-            tools: Some(ToolsCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            }),
-            prompts: Some(PromptsCapability::default()),
-            resources: Some(ResourcesCapability::default()),
-            logging: Some(JsonObject::new()),
-            completions: Some(JsonObject::new()),
-            ..Default::default()
-        };
+        let caps = &mut config.capabilities;
+        caps.tools = Some(ToolsCapability::default().with_list_changed(true));
+        caps.prompts = Some(PromptsCapability::default());
+        caps.resources = Some(ResourcesCapability::default());
+        caps.logging = Some(JsonObject::new());
+        caps.completions = Some(JsonObject::new());
         Server::new(self, config)
     }
 }
@@ -904,11 +897,11 @@ async fn subscribe_streams_list_changes_after_the_acknowledgement() {
         .await
         .unwrap();
     let mut sub = client
-        .subscribe(SubscriptionFilter {
-            tools_list_changed: Some(true),
-            prompts_list_changed: Some(true),
-            ..Default::default()
-        })
+        .subscribe(
+            SubscriptionFilter::new()
+                .with_tools_list_changed()
+                .with_prompts_list_changed(),
+        )
         .await
         .unwrap();
     assert_eq!(sub.acknowledged().tools_list_changed, Some(true));
@@ -1048,10 +1041,7 @@ async fn the_cache_keeps_lists_for_their_ttl_but_never_retries() {
 
     // A list change announced on a subscription invalidates the list.
     let mut sub = cached
-        .subscribe(SubscriptionFilter {
-            tools_list_changed: Some(true),
-            ..Default::default()
-        })
+        .subscribe(SubscriptionFilter::new().with_tools_list_changed())
         .await
         .unwrap();
     server.change_notifier().tools_changed();
@@ -1169,10 +1159,7 @@ async fn calls_are_send_and_run_on_spawned_tasks() {
         assert_eq!(t.await.unwrap(), 6);
     }
     let mut sub = client
-        .subscribe(SubscriptionFilter {
-            tools_list_changed: Some(true),
-            ..Default::default()
-        })
+        .subscribe(SubscriptionFilter::new().with_tools_list_changed())
         .await
         .unwrap();
     let next = tokio::spawn(async move { sub.next().await.map(|r| r.is_ok()) });
@@ -1220,10 +1207,7 @@ async fn a_legacy_session_in_process_goes_through_the_shim() {
 
     // Session notifications reach subscriptions.
     let mut sub = client
-        .subscribe(SubscriptionFilter {
-            tools_list_changed: Some(true),
-            ..Default::default()
-        })
+        .subscribe(SubscriptionFilter::new().with_tools_list_changed())
         .await
         .unwrap();
     server.change_notifier().tools_changed();

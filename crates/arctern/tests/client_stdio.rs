@@ -9,7 +9,7 @@ use arctern::ErrorKind;
 use arctern::client::{CallOptions, Client, StdioCommand, StdioTransport};
 use arctern::server::{Handler, HandlerResult, Outcome, RequestContext, Server, ServerConfig};
 use arctern::transport::stdio::StdioServer;
-use arctern::types::capabilities::{ServerCapabilities, ToolsCapability};
+use arctern::types::capabilities::ToolsCapability;
 use arctern::types::elicitation::{ElicitResult, PrimitiveSchemaDefinition, RequestedSchema};
 use arctern::types::logging::LoggingLevel;
 use arctern::types::meta::JsonObject;
@@ -84,11 +84,8 @@ impl Handler for Child {
 
 fn child_server() -> Server<Child> {
     let mut config = ServerConfig::new("stdio-child", "1.0");
-    config.capabilities = ServerCapabilities {
-        tools: Some(ToolsCapability::default()),
-        logging: Some(JsonObject::new()),
-        ..Default::default()
-    };
+    config.capabilities.tools = Some(ToolsCapability::default());
+    config.capabilities.logging = Some(JsonObject::new());
     Server::new(Child, config)
 }
 

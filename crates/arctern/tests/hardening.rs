@@ -792,10 +792,7 @@ impl Handler for NoSubscribe {}
 #[tokio::test]
 async fn resources_subscribe_needs_the_declared_capability() {
     let mut config = ServerConfig::new("no-subscribe", "1.0.0");
-    config.capabilities.resources = Some(ResourcesCapability {
-        list_changed: Some(true),
-        ..Default::default()
-    });
+    config.capabilities.resources = Some(ResourcesCapability::default().with_list_changed(true));
     let server = Server::new(NoSubscribe, config);
     let connection = server.connection(TransportKind::Other);
     let origin = || RequestOrigin::new(TransportKind::Other);

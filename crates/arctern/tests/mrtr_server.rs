@@ -698,7 +698,7 @@ async fn form_answers_are_checked_against_the_schema_that_was_asked() {
         .unwrap();
     assert_eq!(
         message,
-        "How large, in eu?\n\nThe previous answer was not accepted: gigabytes: must be a number."
+        "How large, in eu?\n\nThe previous answer was not accepted: gigabytes: must be a whole number."
     );
     // A declined question is the user's decision, not a wrong answer.
     let (_, r) = d

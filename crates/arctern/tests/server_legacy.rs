@@ -130,14 +130,8 @@ impl Handler for Legacy {
 
 fn server() -> Server<Legacy> {
     let mut config = ServerConfig::new("legacy-test", "1.0.0");
-    config.capabilities.tools = Some(ToolsCapability {
-        list_changed: Some(true),
-        ..Default::default()
-    });
-    config.capabilities.resources = Some(ResourcesCapability {
-        subscribe: Some(true),
-        ..Default::default()
-    });
+    config.capabilities.tools = Some(ToolsCapability::default().with_list_changed(true));
+    config.capabilities.resources = Some(ResourcesCapability::default().with_subscribe(true));
     config.mrtr.max_rounds = 3;
     Server::new(Legacy, config)
 }

@@ -47,7 +47,8 @@ async fn main() -> arctern::Result<()> {
                     ElicitRequestParams::Form(form) => {
                         form.requested_schema.properties.get("audience").is_some()
                     }
-                    ElicitRequestParams::Url(_) => false,
+                    // A URL to open (or a mode a newer revision adds).
+                    _ => false,
                 };
                 if asks_audience {
                     println!("  answered: {audience}");

@@ -124,11 +124,9 @@ async fn finish() -> Result<(), BoxError> {
     let client = connect(&flow.url, answers).await?;
     // The client's handlers answer every pending question at once, as the automatic loop
     // would; here they read the answers from the command line.
-    let round = InputRequiredResult {
-        input_requests: Some(flow.questions.clone()),
-        request_state: flow.continuation.request_state.clone(),
-        ..InputRequiredResult::new()
-    };
+    let mut round = InputRequiredResult::new();
+    round.input_requests = Some(flow.questions.clone());
+    round.request_state = flow.continuation.request_state.clone();
     let responses = client
         .answer(InputOrigin::tool(flow.tool.as_str()), &round)
         .await?;
@@ -233,7 +231,8 @@ fn print_questions(questions: &InputRequests) {
                         .names()
                         .collect::<Vec<_>>()
                         .join(", "),
-                    ElicitRequestParams::Url(_) => String::new(),
+                    // A URL to open (or a mode a newer revision adds): no fields.
+                    _ => String::new(),
                 };
                 println!("  [{key}] {} (fields: {fields})", e.params.message());
             }

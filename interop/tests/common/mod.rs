@@ -49,10 +49,7 @@ pub fn with_scripted_model_and_roots(builder: ClientBuilder) -> ClientBuilder {
                 "Fast, safe, yours.",
             ))
         })
-        .roots(vec![Root {
-            name: Some("interop".into()),
-            ..Root::new(ROOT)
-        }])
+        .roots(vec![Root::new(ROOT).with_name("interop")])
 }
 
 /// The text of every content block of a result.

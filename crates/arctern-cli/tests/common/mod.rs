@@ -320,17 +320,11 @@ pub fn vault() -> &'static str {
             None => "Enter the code.".to_owned(),
         };
         let schema = RequestedSchema::new().required("code", PrimitiveSchemaDefinition::string());
-        arctern::Outcome::InputRequired(InputRequiredResult {
-            input_requests: Some(
-                [(
-                    "code".to_owned(),
-                    InputRequest::elicit_form(message, schema),
-                )]
-                .into(),
-            ),
-            request_state: Some("asked".into()),
-            ..Default::default()
-        })
+        arctern::Outcome::InputRequired(
+            InputRequiredResult::new()
+                .with_input_request("code", InputRequest::elicit_form(message, schema))
+                .with_request_state("asked"),
+        )
     }
 
     static URL: OnceLock<String> = OnceLock::new();

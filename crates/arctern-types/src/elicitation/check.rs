@@ -1,46 +1,13 @@
-//! Checking a form's answer against the schema it was asked with.
+//! Checking a form's answer against the schema it was asked with, by the crate's one
+//! [checker](crate::check): the form compiles straight from its typed schema.
 
-use std::fmt;
+use serde_json::Value;
 
 use super::{
     ElicitContent, ElicitValue, EnumSchema, MultiSelectEnumSchema, NumberType,
     PrimitiveSchemaDefinition, RequestedSchema, SingleSelectEnumSchema, StringFormat,
 };
-
-/// Why a form's answer does not fit the schema it was asked with: the field and the problem,
-/// in words a user can act on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContentError {
-    field: String,
-    problem: String,
-}
-
-impl ContentError {
-    fn new(field: &str, problem: impl Into<String>) -> Self {
-        ContentError {
-            field: field.to_owned(),
-            problem: problem.into(),
-        }
-    }
-
-    /// The field at fault.
-    pub fn field(&self) -> &str {
-        &self.field
-    }
-
-    /// What is wrong with it.
-    pub fn problem(&self) -> &str {
-        &self.problem
-    }
-}
-
-impl fmt::Display for ContentError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.problem)
-    }
-}
-
-impl std::error::Error for ContentError {}
+use crate::check::{CheckError, Checker, Format, Node, Types};
 
 impl RequestedSchema {
     /// Checks a form's answer: every required field is there, and every field the schema
@@ -56,214 +23,123 @@ impl RequestedSchema {
     /// let answer = [("size".to_owned(), ElicitValue::from("XL"))].into();
     /// let err = schema.check(Some(&answer)).unwrap_err();
     /// assert_eq!(err.field(), "size");
+    /// assert_eq!(err.to_string(), "size: \"XL\" is not one of the options");
     /// ```
-    pub fn check(&self, content: Option<&ElicitContent>) -> Result<(), ContentError> {
-        let empty = ElicitContent::new();
-        let content = content.unwrap_or(&empty);
-        for name in self.required.iter().flatten() {
-            if !content.contains_key(name) {
-                return Err(ContentError::new(name, "an answer is required"));
-            }
-        }
+    pub fn check(&self, content: Option<&ElicitContent>) -> Result<(), CheckError> {
+        let answer: serde_json::Map<String, Value> = content
+            .into_iter()
+            .flatten()
+            .map(|(name, value)| (name.clone(), json(value)))
+            .collect();
+        self.checker().check(&Value::Object(answer))
+    }
+
+    /// This form's schema compiled for checking answers (what [`check`](Self::check) runs).
+    pub fn checker(&self) -> Checker {
+        let mut nodes = vec![Node::default()];
+        let mut root = Node {
+            types: Some(Types::OBJECT),
+            required: self.required.clone().unwrap_or_default(),
+            ..Node::default()
+        };
         for (name, schema) in self.properties.iter() {
-            if let Some(value) = content.get(name) {
-                check_field(schema, value).map_err(|problem| ContentError::new(name, problem))?;
-            }
+            let field = field(schema, &mut nodes);
+            root.properties
+                .insert(name.to_owned(), push(&mut nodes, field));
         }
-        Ok(())
+        nodes[0] = root;
+        Checker::from_nodes(nodes)
     }
 }
 
-fn check_field(schema: &PrimitiveSchemaDefinition, value: &ElicitValue) -> Result<(), String> {
+fn push(nodes: &mut Vec<Node>, node: Node) -> usize {
+    nodes.push(node);
+    nodes.len() - 1
+}
+
+fn strings<'a>(options: impl IntoIterator<Item = &'a String>) -> Option<Vec<Value>> {
+    Some(options.into_iter().cloned().map(Value::String).collect())
+}
+
+/// The node of one form field. A choice has no `type` of its own: what is not one of the
+/// options is refused as such.
+fn field(schema: &PrimitiveSchemaDefinition, nodes: &mut Vec<Node>) -> Node {
     match schema {
-        PrimitiveSchemaDefinition::String(s) => {
-            let text = value.as_str().ok_or("must be text")?;
-            let chars = text.chars().count() as u64;
-            if let Some(min) = s.min_length
-                && chars < min
-            {
-                return Err(format!("must be at least {min} characters long"));
-            }
-            if let Some(max) = s.max_length
-                && chars > max
-            {
-                return Err(format!("must be at most {max} characters long"));
-            }
-            match s.format {
-                Some(format) if !has_format(text, format) => {
-                    Err(format!("must be {}", format_name(format)))
-                }
-                _ => Ok(()),
-            }
-        }
-        PrimitiveSchemaDefinition::Number(s) => {
-            let ElicitValue::Number(n) = value else {
-                return Err("must be a number".into());
-            };
-            let x = n.as_f64().ok_or("must be a number")?;
-            if s.kind == NumberType::Integer && !(n.is_i64() || n.is_u64() || x.fract() == 0.0) {
-                return Err("must be a whole number".into());
-            }
-            if let Some(min) = s.minimum
-                && x < min
-            {
-                return Err(format!("must be at least {min}"));
-            }
-            if let Some(max) = s.maximum
-                && x > max
-            {
-                return Err(format!("must be at most {max}"));
-            }
-            Ok(())
-        }
-        PrimitiveSchemaDefinition::Boolean(_) => match value {
-            ElicitValue::Boolean(_) => Ok(()),
-            _ => Err("must be true or false".into()),
+        PrimitiveSchemaDefinition::String(s) => Node {
+            types: Some(Types::STRING),
+            min_length: s.min_length,
+            max_length: s.max_length,
+            format: s.format.map(|f| match f {
+                StringFormat::Email => Format::Email,
+                StringFormat::Uri => Format::Uri,
+                StringFormat::Date => Format::Date,
+                StringFormat::DateTime => Format::DateTime,
+            }),
+            ..Node::default()
+        },
+        PrimitiveSchemaDefinition::Number(s) => Node {
+            types: Some(match s.kind {
+                NumberType::Integer => Types::INTEGER,
+                NumberType::Number => Types::NUMBER,
+            }),
+            minimum: s.minimum,
+            maximum: s.maximum,
+            ..Node::default()
+        },
+        PrimitiveSchemaDefinition::Boolean(_) => Node {
+            types: Some(Types::BOOLEAN),
+            ..Node::default()
         },
         PrimitiveSchemaDefinition::Enum(EnumSchema::MultiSelect(s)) => {
-            let picked = value.as_string_array().ok_or("must be a list of options")?;
-            let (offered, min, max): (Vec<&str>, _, _) = match s {
-                MultiSelectEnumSchema::Untitled(s) => (
-                    s.items.options.iter().map(String::as_str).collect(),
-                    s.min_items,
-                    s.max_items,
-                ),
+            let (options, min_items, max_items) = match s {
+                MultiSelectEnumSchema::Untitled(s) => {
+                    (strings(&s.items.options), s.min_items, s.max_items)
+                }
                 MultiSelectEnumSchema::Titled(s) => (
-                    s.items.any_of.iter().map(|o| o.value.as_str()).collect(),
+                    strings(s.items.any_of.iter().map(|o| &o.value)),
                     s.min_items,
                     s.max_items,
                 ),
             };
-            if let Some(stray) = picked.iter().find(|p| !offered.contains(&p.as_str())) {
-                return Err(format!("{stray:?} is not one of the options"));
+            let items = push(
+                nodes,
+                Node {
+                    options,
+                    ..Node::default()
+                },
+            );
+            Node {
+                types: Some(Types::ARRAY),
+                items: Some(items),
+                min_items,
+                max_items,
+                unique_items: true,
+                ..Node::default()
             }
-            if picked
-                .iter()
-                .enumerate()
-                .any(|(i, p)| picked[..i].contains(p))
-            {
-                return Err("an option is selected twice".into());
-            }
-            let count = picked.len() as u64;
-            if let Some(min) = min
-                && count < min
-            {
-                return Err(format!("select at least {min}"));
-            }
-            if let Some(max) = max
-                && count > max
-            {
-                return Err(format!("select at most {max}"));
-            }
-            Ok(())
         }
-        PrimitiveSchemaDefinition::Enum(single) => {
-            let picked = value.as_str().ok_or("must be one of the options")?;
-            let offered = match single {
+        PrimitiveSchemaDefinition::Enum(single) => Node {
+            options: match single {
                 EnumSchema::SingleSelect(SingleSelectEnumSchema::Untitled(s)) => {
-                    s.options.iter().any(|o| o == picked)
+                    strings(&s.options)
                 }
                 EnumSchema::SingleSelect(SingleSelectEnumSchema::Titled(s)) => {
-                    s.one_of.iter().any(|o| o.value == picked)
+                    strings(s.one_of.iter().map(|o| &o.value))
                 }
-                EnumSchema::LegacyTitled(s) => s.options.iter().any(|o| o == picked),
+                EnumSchema::LegacyTitled(s) => strings(&s.options),
                 EnumSchema::MultiSelect(_) => unreachable!("matched above"),
-            };
-            if offered {
-                Ok(())
-            } else {
-                Err(format!("{picked:?} is not one of the options"))
-            }
-        }
+            },
+            ..Node::default()
+        },
     }
 }
 
-fn format_name(format: StringFormat) -> &'static str {
-    match format {
-        StringFormat::Email => "an email address",
-        StringFormat::Uri => "a URI (with a scheme, such as https:)",
-        StringFormat::Date => "a date (YYYY-MM-DD)",
-        StringFormat::DateTime => "a date and time (RFC 3339, such as 2026-07-28T09:30:00Z)",
+fn json(value: &ElicitValue) -> Value {
+    match value {
+        ElicitValue::String(s) => Value::String(s.clone()),
+        ElicitValue::Number(n) => Value::Number(n.clone()),
+        ElicitValue::Boolean(b) => Value::Bool(*b),
+        ElicitValue::StringArray(v) => v.iter().cloned().map(Value::String).collect(),
     }
-}
-
-fn has_format(text: &str, format: StringFormat) -> bool {
-    match format {
-        StringFormat::Email => text.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && !domain.is_empty()
-                && !domain.contains('@')
-                && !text.chars().any(char::is_whitespace)
-        }),
-        StringFormat::Uri => {
-            let scheme = text.split_once(':').map(|(s, _)| s).unwrap_or("");
-            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-                && !text.chars().any(|c| c.is_whitespace() || c.is_control())
-        }
-        StringFormat::Date => is_date(text),
-        StringFormat::DateTime => text
-            .split_once(['T', 't'])
-            .is_some_and(|(date, time)| is_date(date) && is_time_with_offset(time)),
-    }
-}
-
-/// `YYYY-MM-DD`, a real calendar day.
-fn is_date(text: &str) -> bool {
-    let b = text.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
-    }
-    let (Some(year), Some(month), Some(day)) =
-        (digits(&b[0..4]), digits(&b[5..7]), digits(&b[8..10]))
-    else {
-        return false;
-    };
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&day)
-}
-
-/// `HH:MM:SS[.frac](Z|±HH:MM)` (RFC 3339 `full-time`; a leap second is allowed).
-fn is_time_with_offset(text: &str) -> bool {
-    let (time, offset) = match text.find(['Z', 'z', '+', '-']) {
-        Some(at) => text.split_at(at),
-        None => return false,
-    };
-    let offset_ok = match offset.as_bytes() {
-        [b'Z' | b'z'] => true,
-        [b'+' | b'-', h @ ..] if h.len() == 5 && h[2] == b':' => {
-            matches!((digits(&h[0..2]), digits(&h[3..5])), (Some(hh), Some(mm)) if hh < 24 && mm < 60)
-        }
-        _ => false,
-    };
-    let b = time.as_bytes();
-    if !offset_ok || b.len() < 8 || b[2] != b':' || b[5] != b':' {
-        return false;
-    }
-    let fraction_ok = match &b[8..] {
-        [] => true,
-        [b'.', rest @ ..] => !rest.is_empty() && rest.iter().all(u8::is_ascii_digit),
-        _ => false,
-    };
-    matches!(
-        (digits(&b[0..2]), digits(&b[3..5]), digits(&b[6..8])),
-        (Some(h), Some(m), Some(s)) if h < 24 && m < 60 && s <= 60
-    ) && fraction_ok
-}
-
-fn digits(b: &[u8]) -> Option<u32> {
-    b.iter().try_fold(0u32, |n, d| {
-        d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
-    })
 }
 
 #[cfg(test)]
@@ -293,7 +169,7 @@ mod tests {
                 .check(Some(&answer(&[("name", "Ada".into())])))
                 .is_ok()
         );
-        assert_eq!(problem(&schema, &[]), "name: an answer is required");
+        assert_eq!(problem(&schema, &[]), "name: a value is required");
         assert!(schema.check(None).is_err());
         assert_eq!(
             problem(&schema, &[("name", true.into())]),
@@ -301,7 +177,7 @@ mod tests {
         );
         assert_eq!(
             problem(&schema, &[("name", "Ada".into()), ("age", "7".into())]),
-            "age: must be a number"
+            "age: must be a whole number"
         );
         assert_eq!(
             problem(
@@ -391,6 +267,11 @@ mod tests {
         );
         assert!(problem(&schema, &[("extras", vec!["a", "b", "c"].into())]).contains("at most 2"));
         assert!(problem(&schema, &[("extras", "a".into())]).contains("list"));
+        // A choice refuses anything that is not one of its options, whatever its type.
+        assert_eq!(
+            problem(&schema, &[("size", true.into())]),
+            "size: true is not one of the options"
+        );
     }
 
     #[test]

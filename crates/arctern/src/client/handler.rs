@@ -349,7 +349,8 @@ impl Handlers {
                     ElicitRequestParams::Form(_) if !caps.elicitation_form => {
                         Err(format!("{} (form mode)", request.method()))
                     }
-                    _ => Ok(()),
+                    ElicitRequestParams::Form(_) | ElicitRequestParams::Url(_) => Ok(()),
+                    _ => Err(request.method().to_owned()),
                 }
             }
             InputRequest::CreateMessage(s) => {
@@ -366,6 +367,7 @@ impl Handlers {
                 Some(_) => Ok(()),
                 None => Err(request.method().to_owned()),
             },
+            _ => Err(request.method().to_owned()),
         }
     }
 
@@ -402,6 +404,7 @@ impl Handlers {
                 .boxed(),
                 None => std::future::ready(Err(unsupported("roots/list"))).boxed(),
             },
+            other => std::future::ready(Err(unsupported(other.method()))).boxed(),
         }
     }
 }

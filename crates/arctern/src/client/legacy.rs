@@ -551,6 +551,7 @@ impl Client {
                     s.params.uses_tools().then_some("sampling with tools")
                 }
                 InputRequest::ListRoots(_) => None,
+                _ => None,
             };
             if let Some(what) = undeclared {
                 return Err(ErrorObject::invalid_params(format!(
@@ -664,25 +665,24 @@ fn legacy_filter(filter: &SubscriptionFilter, caps: &ServerCapabilities) -> Subs
         (asked == Some(true) && offered == Some(true)).then_some(true)
     };
     let can_subscribe = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
-    SubscriptionFilter {
-        tools_list_changed: yes(
-            filter.tools_list_changed,
-            caps.tools.as_ref().and_then(|t| t.list_changed),
-        ),
-        prompts_list_changed: yes(
-            filter.prompts_list_changed,
-            caps.prompts.as_ref().and_then(|p| p.list_changed),
-        ),
-        resources_list_changed: yes(
-            filter.resources_list_changed,
-            caps.resources.as_ref().and_then(|r| r.list_changed),
-        ),
-        resource_subscriptions: filter
-            .resource_subscriptions
-            .clone()
-            .filter(|uris| can_subscribe && !uris.is_empty()),
-        ..SubscriptionFilter::default()
-    }
+    let mut legacy = SubscriptionFilter::default();
+    legacy.tools_list_changed = yes(
+        filter.tools_list_changed,
+        caps.tools.as_ref().and_then(|t| t.list_changed),
+    );
+    legacy.prompts_list_changed = yes(
+        filter.prompts_list_changed,
+        caps.prompts.as_ref().and_then(|p| p.list_changed),
+    );
+    legacy.resources_list_changed = yes(
+        filter.resources_list_changed,
+        caps.resources.as_ref().and_then(|r| r.list_changed),
+    );
+    legacy.resource_subscriptions = filter
+        .resource_subscriptions
+        .clone()
+        .filter(|uris| can_subscribe && !uris.is_empty());
+    legacy
 }
 
 fn is_server_request(method: &str) -> bool {
@@ -790,11 +790,9 @@ mod tests {
     fn subscribers_get_what_they_asked_for() {
         let (tx, _rx) = futures::channel::mpsc::channel(1);
         let s = Subscriber {
-            filter: SubscriptionFilter {
-                tools_list_changed: Some(true),
-                resource_subscriptions: Some(vec!["file:///a".into()]),
-                ..Default::default()
-            },
+            filter: SubscriptionFilter::new()
+                .with_tools_list_changed()
+                .with_resource("file:///a"),
             tx,
         };
         assert!(s.wants(&note(methods::NOTIFICATIONS_TOOLS_LIST_CHANGED, "{}")));

@@ -226,13 +226,8 @@ impl Client {
         context: Option<BTreeMap<String, String>>,
     ) -> Result<CompleteResult> {
         let reference = reference.into();
-        let argument = CompleteArgument {
-            name: argument.to_owned(),
-            value: value.to_owned(),
-        };
-        let context = context.map(|arguments| CompleteContext {
-            arguments: Some(arguments),
-        });
+        let argument = CompleteArgument::new(argument, value);
+        let context = context.map(CompleteContext::new);
         let params = wire::CompleteParams {
             reference: &reference,
             argument: &argument,

@@ -218,7 +218,8 @@ impl Client {
                         continue;
                     }
                 }
-                TaskStatus::Working => {}
+                // Working, or a status of a newer revision: not over, poll again.
+                _ => {}
             }
             tokio::time::sleep(interval).await;
         }

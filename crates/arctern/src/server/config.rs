@@ -105,8 +105,10 @@ impl fmt::Debug for PrincipalHook {
 /// use arctern::server::ServerConfig;
 /// use arctern::types::capabilities::{ServerCapabilities, ToolsCapability};
 ///
+/// let mut capabilities = ServerCapabilities::default();
+/// capabilities.tools = Some(ToolsCapability::default());
 /// let config = ServerConfig::new("inventory", "1.2.0")
-///     .capabilities(ServerCapabilities { tools: Some(ToolsCapability::default()), ..Default::default() })
+///     .capabilities(capabilities)
 ///     .instructions("Look things up in the inventory.");
 /// assert!(config.request_state.is_some(), "sealed by default");
 /// ```

@@ -196,13 +196,9 @@ impl RequestContext {
             tracing::debug!(progress, "dropped a progress value that does not increase");
             return false;
         }
-        let params = ProgressNotificationParams {
-            progress_token: token.clone(),
-            progress,
-            total,
-            message: message.map(str::to_owned),
-            meta: None,
-        };
+        let mut params = ProgressNotificationParams::new(token.clone(), progress);
+        params.total = total;
+        params.message = message.map(str::to_owned);
         sink.send(methods::NOTIFICATIONS_PROGRESS, &params).await
     }
 
@@ -273,12 +269,8 @@ impl RequestContext {
         if !self.inner.logging_enabled || level < min {
             return false;
         }
-        let params = LoggingMessageNotificationParams {
-            level,
-            logger: logger.map(str::to_owned),
-            data,
-            meta: None,
-        };
+        let mut params = LoggingMessageNotificationParams::new(level, data);
+        params.logger = logger.map(str::to_owned);
         sink.send(methods::NOTIFICATIONS_MESSAGE, &params).await
     }
 }

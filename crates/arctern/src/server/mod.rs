@@ -48,9 +48,10 @@ pub use handler::{Handler, HandlerResult, resource_not_found};
 pub use legacy::{DEFAULT_INPUT_TIMEOUT, LegacyConfig, LegacyPeer};
 pub use listed::{ListResult, Listed};
 pub use mcp::{
-    Blob, BuiltServer, CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn, IntoCompletion,
-    IntoPromptResult, IntoReadResult, IntoToolResult, Json, McpHandler, McpServer, PromptSpec,
-    RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate, UriTemplateError,
+    ArgumentCheck, Blob, BuiltServer, CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn,
+    IntoCompletion, IntoPromptResult, IntoReadResult, IntoToolResult, Json, McpHandler, McpServer,
+    PromptSpec, RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate,
+    UriTemplateError,
 };
 pub use mirror::MirroredParam;
 pub use scope::InsufficientScope;

@@ -681,16 +681,15 @@ fn honour(requested: &SubscriptionFilter, caps: &ServerCapabilities) -> Subscrip
     let resources = caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true);
     let subscribe = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
     let on = |asked: Option<bool>, offered: bool| (asked == Some(true) && offered).then_some(true);
-    SubscriptionFilter {
-        tools_list_changed: on(requested.tools_list_changed, tools),
-        prompts_list_changed: on(requested.prompts_list_changed, prompts),
-        resources_list_changed: on(requested.resources_list_changed, resources),
-        resource_subscriptions: requested
-            .resource_subscriptions
-            .clone()
-            .filter(|_| subscribe),
-        ..Default::default()
-    }
+    let mut honoured = SubscriptionFilter::default();
+    honoured.tools_list_changed = on(requested.tools_list_changed, tools);
+    honoured.prompts_list_changed = on(requested.prompts_list_changed, prompts);
+    honoured.resources_list_changed = on(requested.resources_list_changed, resources);
+    honoured.resource_subscriptions = requested
+        .resource_subscriptions
+        .clone()
+        .filter(|_| subscribe);
+    honoured
 }
 
 /// `notifications/tasks`: the task as `tasks/get` would give it, tagged with the stream.

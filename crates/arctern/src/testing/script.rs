@@ -93,6 +93,7 @@ impl fmt::Display for UnscriptedQuestion {
                 "); script one with .respond({key:?}, CreateMessageResult), .sample(..) or .on_sample(..)"
             ),
             InputRequestKind::Roots => write!(f, "); script the roots with .roots(..)"),
+            _ => f.write_str(")"),
         }
     }
 }
@@ -109,6 +110,7 @@ pub(crate) fn describe(f: &mut dyn fmt::Write, question: &InputRequest) -> fmt::
             ElicitRequestParams::Url(url) => {
                 write!(f, "elicitation/create, URL {}: {:?}", url.url, url.message)
             }
+            _ => write!(f, "elicitation/create: {:?}", e.params.message()),
         },
         InputRequest::CreateMessage(s) => write!(
             f,
@@ -116,6 +118,7 @@ pub(crate) fn describe(f: &mut dyn fmt::Write, question: &InputRequest) -> fmt::
             s.params.messages.len()
         ),
         InputRequest::ListRoots(_) => f.write_str("roots/list"),
+        other => f.write_str(other.method()),
     }
 }
 
@@ -126,6 +129,7 @@ fn kind_of(response: &InputResponse) -> &'static str {
         InputResponse::CreateMessage(_) => "a sampling result",
         InputResponse::ListRoots(_) => "a roots list",
         InputResponse::Unrecognized(_) => "an unrecognized value",
+        _ => "an answer of another kind",
     }
 }
 
@@ -207,7 +211,7 @@ impl Shared {
                     ))));
                 }
             }
-            InputRequest::Elicit(_) => {}
+            _ => {}
         }
         drop(script);
         let failure = Failure::Unscripted(Box::new(UnscriptedQuestion::new(key, question.clone())));

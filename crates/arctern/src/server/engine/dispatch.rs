@@ -766,16 +766,11 @@ impl<H: Handler> Server<H> {
             return reply(id);
         }
         let config = &self.inner.config;
-        let result = DiscoverResult {
-            supported_versions: config
-                .versions
-                .iter()
-                .map(|v| v.as_str().to_owned())
-                .collect(),
-            capabilities: config.capabilities.clone(),
-            instructions: config.instructions.clone(),
-            ..Default::default()
-        };
+        let mut result = DiscoverResult::new(
+            config.versions.iter().map(|v| v.as_str().to_owned()),
+            config.capabilities.clone(),
+        );
+        result.instructions = config.instructions.clone();
         Reply::response(self.encode_value(&id, result, Some(config.cache.discover)))
     }
 

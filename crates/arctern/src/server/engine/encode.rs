@@ -278,20 +278,13 @@ mod tests {
             meta.insert("note".into(), json!("kept"));
             let mut extra = JsonObject::new();
             extra.insert("x-extra".into(), json!([1, "two"]));
-            InputRequiredResult {
-                meta: Some(meta),
-                input_requests: Some(
-                    [
-                        ("b-key".to_owned(), question(message)),
-                        ("a \"key\"".to_owned(), question("Other?")),
-                    ]
-                    .into_iter()
-                    .collect(),
-                ),
-                request_state: Some("sealed-state".into()),
-                extra,
-                ..InputRequiredResult::new()
-            }
+            let mut result = InputRequiredResult::new()
+                .with_input_request("b-key", question(message))
+                .with_input_request("a \"key\"", question("Other?"))
+                .with_request_state("sealed-state");
+            result.meta = Some(meta);
+            result.extra = extra;
+            result
         };
         for message in ["Go ahead?", "Go ahead?", "Changed?", "Changed?"] {
             let generic = server.encode_result(&id, result(message));

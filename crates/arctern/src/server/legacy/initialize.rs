@@ -116,14 +116,12 @@ impl<H: Handler> Server<H> {
 
     pub(crate) fn initialize_result(&self, id: &RequestId, session: &LegacySession) -> Bytes {
         let config = self.config();
-        let result = InitializeResult {
-            meta: None,
-            protocol_version: session.version.as_str().to_owned(),
-            capabilities: server_capabilities_for(&config.capabilities),
-            server_info: config.info.clone(),
-            instructions: config.instructions.clone(),
-            extra: Default::default(),
-        };
+        let mut result = InitializeResult::new(
+            session.version.as_str(),
+            server_capabilities_for(&config.capabilities),
+            config.info.clone(),
+        );
+        result.instructions = config.instructions.clone();
         encode_legacy_result(id, &result)
     }
 }

@@ -118,13 +118,12 @@ impl LegacySession {
     /// the 2026-07-28 `_meta` (and wins over anything a legacy client put there; its progress
     /// token and other members are kept).
     pub(crate) fn envelope(&self, meta: RequestMeta) -> RequestMeta {
-        RequestMeta {
-            protocol_version: Some(self.version.as_str().to_owned()),
-            client_capabilities: Some(self.capabilities.clone()),
-            client_info: Some(self.client_info.clone()),
-            log_level: Some(self.log_level()),
-            ..meta
-        }
+        let mut meta = meta;
+        meta.protocol_version = Some(self.version.as_str().to_owned());
+        meta.client_capabilities = Some(self.capabilities.clone());
+        meta.client_info = Some(self.client_info.clone());
+        meta.log_level = Some(self.log_level());
+        meta
     }
 
     /// The least severe level the client wants (`debug`, that is everything, until it calls
@@ -410,10 +409,8 @@ pub(crate) async fn forward_changes(
                         && session.is_subscribed(uri)
                         && policy.allows(&session.subscriber, uri) =>
                 {
-                    let params = ResourceUpdatedNotificationParams {
-                        meta: None,
-                        uri: uri.to_string(),
-                    };
+                    let params =
+                        ResourceUpdatedNotificationParams::without_subscription(uri.to_string());
                     notification(
                         methods::NOTIFICATIONS_RESOURCES_UPDATED,
                         serde_json::to_value(params).ok(),

@@ -14,8 +14,8 @@ use super::entry::Entry;
 use super::handler::{HandlerInner, McpHandler};
 use super::registry::{Registered, Registry};
 use super::{
-    CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn, IntoCompletion, IntoPromptResult,
-    IntoReadResult, IntoToolResult, PromptSpec, RegistrationError, ResourceSpec,
+    ArgumentCheck, CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn, IntoCompletion,
+    IntoPromptResult, IntoReadResult, IntoToolResult, PromptSpec, RegistrationError, ResourceSpec,
     ResourceTemplateSpec, ToolSpec, prompt, resource, tool,
 };
 use crate::server::config::{CachePolicy, PrincipalHook, ServerConfig};
@@ -69,6 +69,7 @@ struct BuilderParts<S> {
     enable: Enable,
     sealing: Sealing,
     hide_unauthorized: bool,
+    argument_check: ArgumentCheck,
 }
 
 /// How an `McpServer` seals request state.
@@ -127,6 +128,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 },
                 sealing: Sealing::Default,
                 hide_unauthorized: false,
+                argument_check: ArgumentCheck::default(),
             }),
         }
     }
@@ -323,6 +325,15 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
+    /// How every tool's arguments are checked against its `inputSchema` before its handler
+    /// runs (a tool's own [`ToolSpec::argument_check`] wins): by default a call whose
+    /// arguments break the schema gets a tool error naming the argument, as the
+    /// specification asks of input validation errors. See [`ArgumentCheck`].
+    pub fn argument_check(mut self, check: ArgumentCheck) -> Self {
+        self.parts.argument_check = check;
+        self
+    }
+
     /// Registers a tool. The handler is an async function whose parameters are extractors
     /// (see [`FromCall`](crate::server::extract::FromCall)) and whose return type implements [`IntoToolResult`]; the tool's
     /// `inputSchema` comes from its [`Args`](crate::server::extract::Args) parameter.
@@ -431,6 +442,12 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         if sealer.is_none() {
             this.errors.extend(this.registry.asking_without_sealing());
         }
+        this.errors.extend(
+            this.registry
+                .tools
+                .values()
+                .filter_map(|t| t.def.unchecked(this.argument_check)),
+        );
         if !this.errors.is_empty() {
             return Err(RegistrationError {
                 messages: this.errors,
@@ -445,23 +462,17 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         let r = &this.registry;
         let caps = &mut config.capabilities;
         if this.enable.tools || !r.tools.is_empty() {
-            caps.tools = Some(ToolsCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            });
+            caps.tools = Some(ToolsCapability::default().with_list_changed(true));
         }
         if this.enable.prompts || !r.prompts.is_empty() {
-            caps.prompts = Some(PromptsCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            });
+            caps.prompts = Some(PromptsCapability::default().with_list_changed(true));
         }
         if this.enable.resources || !r.resources.is_empty() || !r.templates.is_empty() {
-            caps.resources = Some(ResourcesCapability {
-                list_changed: Some(true),
-                subscribe: Some(true),
-                ..Default::default()
-            });
+            caps.resources = Some(
+                ResourcesCapability::default()
+                    .with_list_changed(true)
+                    .with_subscribe(true),
+            );
         }
         if this.completer.is_some() {
             caps.completions = Some(JsonObject::new());
@@ -484,6 +495,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 page_size: this.page_size,
                 sealing,
                 scope_guard,
+                argument_check: this.argument_check,
             }),
         };
         #[cfg(all(feature = "auth", feature = "http"))]

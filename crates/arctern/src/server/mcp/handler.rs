@@ -26,8 +26,8 @@ use super::registry::{Registered, Registry, unsealed};
 use super::resource::{Resources, Templates};
 use super::tool::Tools;
 use super::{
-    HandlerFn, IntoPromptResult, IntoReadResult, IntoToolResult, PromptSpec, RegistrationError,
-    ResourceSpec, ResourceTemplateSpec, ToolSpec, prompt, resource, tool,
+    ArgumentCheck, HandlerFn, IntoPromptResult, IntoReadResult, IntoToolResult, PromptSpec,
+    RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, prompt, resource, tool,
 };
 use crate::Outcome;
 use crate::server::context::RequestContext;
@@ -80,6 +80,8 @@ pub(super) struct HandlerInner<S> {
     /// Whether a [`ScopeGuard`](super::scopes::ScopeGuard) in front of the other middleware
     /// checks declared scopes; otherwise the handler checks them where it finds the entry.
     pub(super) scope_guard: bool,
+    /// How tools' arguments are checked, unless a tool says otherwise.
+    pub(super) argument_check: ArgumentCheck,
 }
 
 impl<S> McpHandler<S> {
@@ -155,7 +157,13 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         H::Output: IntoToolResult,
         T: 'static,
     {
-        self.add(tool::tool_entry(spec, handler))
+        let entry = tool::tool_entry(spec, handler).and_then(|entry| {
+            match entry.def.unchecked(self.inner.argument_check) {
+                Some(why) => Err(why),
+                None => Ok(entry),
+            }
+        });
+        self.add(entry)
     }
 
     /// Removes a tool; returns whether it existed.
@@ -251,13 +259,19 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
     async fn call_tool(
         &self,
         ctx: RequestContext,
-        params: CallToolRequestParams,
+        mut params: CallToolRequestParams,
     ) -> HandlerResult<Outcome<CallToolResult>> {
         let (handler, support) = {
             let registry = self.inner.registry.load();
             match registry.tools.get(&params.name) {
                 Some(entry) => {
                     self.admit(&entry.scopes, &ctx, &params.name)?;
+                    if let Some(refusal) = entry
+                        .def
+                        .refuse_arguments(self.inner.argument_check, &mut params.arguments)
+                    {
+                        return refusal;
+                    }
                     (entry.handler.clone(), entry.def.task)
                 }
                 None => {

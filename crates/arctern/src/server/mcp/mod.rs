@@ -67,7 +67,7 @@ pub(crate) use handler_fn::BoxFuture;
 pub use handler_fn::HandlerFn;
 pub use prompt::{IntoPromptResult, PromptSpec};
 pub use resource::{Blob, IntoReadResult, ResourceSpec, ResourceTemplateSpec};
-pub use tool::{IntoToolResult, Json, ToolSpec};
+pub use tool::{ArgumentCheck, IntoToolResult, Json, ToolSpec};
 pub use uri_template::{UriTemplate, UriTemplateError};
 
 /// The server an [`McpServer`] builds.

@@ -91,9 +91,10 @@ macro_rules! page_method {
         $(#[$doc])*
         pub(crate) fn $name(&self, size: usize, cursor: Option<&str>) -> HandlerResult<Listed<$result>> {
             let $r = self;
-            page(&self.lists.$cache, $items, size, cursor, |entries, next| $result {
-                next_cursor: next,
-                ..$result::new(entries)
+            page(&self.lists.$cache, $items, size, cursor, |entries, next| {
+                let mut result = $result::new(entries);
+                result.next_cursor = next;
+                result
             })
         }
     };

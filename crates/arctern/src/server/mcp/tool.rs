@@ -3,10 +3,13 @@
 use std::fmt::Display;
 use std::sync::Arc;
 
+use arctern_types::ErrorObject;
+use arctern_types::check::{CheckError, Checker};
 use arctern_types::content::ContentBlock;
 use arctern_types::meta::JsonObject;
 use arctern_types::tools::{CallToolResult, Tool, ToolAnnotations};
 use serde::Serialize;
+use serde_json::Value;
 
 use super::entry::{Convert, Entry, HandlerError, Kind, erase};
 use super::handler_fn::HandlerFn;
@@ -132,6 +135,134 @@ where
     }
 }
 
+/// How a tool call's arguments are checked against the tool's `inputSchema` before its
+/// handler runs.
+///
+/// The schema a tool advertises is a promise: `#[schemars(range(min = 1, max = 100))]` on an
+/// [`Args`](crate::server::extract::Args) field shows `"minimum": 1, "maximum": 100` to the
+/// client, and the check makes the server keep it. The schema is compiled once, when the
+/// tool is registered (see [`Checker`] for the keywords it checks; a schema using one it
+/// cannot check is a registration error rather than a bound left unchecked), and every
+/// call's arguments are checked against it before any extractor runs, on both eras and
+/// every transport. The message names the argument and the problem, in the words the
+/// answers to questions get: `Invalid arguments for count: steps: must be at most 100`.
+///
+/// Set it for the whole server with
+/// [`McpServer::argument_check`](crate::server::McpServer::argument_check) and for one tool
+/// with [`ToolSpec::argument_check`].
+///
+/// ```no_run
+/// use arctern::server::extract::Args;
+/// use arctern::server::{ArgumentCheck, McpServer, ToolSpec};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Count {
+///     /// How many steps (1 to 100).
+///     #[schemars(range(min = 1, max = 100))]
+///     steps: u32,
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = McpServer::new("counter")
+///     // `steps: 500` gets a tool error naming `steps`; the handler never sees it.
+///     .tool("count", "Counts.", |Args(c): Args<Count>| async move { c.steps.to_string() })
+///     // This tool checks its arguments itself.
+///     .tool_spec(
+///         ToolSpec::new("raw").argument_check(ArgumentCheck::Off),
+///         |Args(c): Args<Count>| async move { c.steps.to_string() },
+///     )
+///     .build()?;
+/// # let _ = server; Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ArgumentCheck {
+    /// Checked; arguments that do not fit get a tool error (`isError: true`) that names
+    /// the argument and the problem. This is what the specification asks of input
+    /// validation errors (tool execution errors, not protocol errors), so that the model
+    /// reads the message and corrects its call. The default.
+    #[default]
+    ToolError,
+    /// Checked; arguments that do not fit get the JSON-RPC error `-32602` (Invalid params),
+    /// whose message names the argument and whose `data` is
+    /// `{"argument": "steps", "problem": "must be at most 100"}`: for servers whose clients
+    /// are programs rather than models.
+    InvalidParams,
+    /// Not checked: the handler's extractors see the arguments as they came (`Args<T>`
+    /// still decodes them with serde, and a value that does not decode is a tool error).
+    Off,
+}
+
+/// A tool's compiled `inputSchema`, or why it could not be compiled.
+#[derive(Debug, Clone)]
+pub(crate) enum ArgumentsChecker {
+    /// The schema, compiled at registration.
+    Compiled(Arc<Checker>),
+    /// The tool checks nothing (its own setting is [`ArgumentCheck::Off`]).
+    Off,
+    /// The schema uses what the checker cannot check: registering the tool fails unless the
+    /// check is off for it.
+    Uncompiled(String),
+}
+
+impl ToolDef {
+    /// The check that applies to this tool on a server whose setting is `server`.
+    fn argument_check(&self, server: ArgumentCheck) -> ArgumentCheck {
+        self.argument_check.unwrap_or(server)
+    }
+
+    /// Why the tool cannot be registered on a server whose setting is `server`, if it
+    /// cannot: its schema cannot be checked and the check is on for it.
+    pub(crate) fn unchecked(&self, server: ArgumentCheck) -> Option<String> {
+        match (&self.checker, self.argument_check(server)) {
+            (_, ArgumentCheck::Off) => None,
+            (ArgumentsChecker::Uncompiled(why), _) => Some(format!(
+                "tool {:?}: its inputSchema cannot be checked: {why}; turn the argument check off for it with ToolSpec::argument_check(ArgumentCheck::Off)",
+                self.tool.name
+            )),
+            _ => None,
+        }
+    }
+
+    /// Checks a call's arguments (absent arguments are `{}`); `Some` is the answer to give
+    /// instead of running the handler.
+    pub(crate) fn refuse_arguments(
+        &self,
+        server: ArgumentCheck,
+        arguments: &mut Option<JsonObject>,
+    ) -> Option<HandlerResult<Outcome<CallToolResult>>> {
+        let mode = self.argument_check(server);
+        let ArgumentsChecker::Compiled(checker) = &self.checker else {
+            return None;
+        };
+        if mode == ArgumentCheck::Off {
+            return None;
+        }
+        // Checked in place: the map goes into a `Value` for the checker and back out.
+        let value = Value::Object(arguments.take().unwrap_or_default());
+        let verdict = checker.check(&value);
+        if let Value::Object(map) = value {
+            *arguments = Some(map);
+        }
+        verdict.err().map(|e| self.refuse(mode, &e))
+    }
+
+    fn refuse(
+        &self,
+        mode: ArgumentCheck,
+        e: &CheckError,
+    ) -> HandlerResult<Outcome<CallToolResult>> {
+        let message = format!("Invalid arguments for {}: {e}", self.tool.name);
+        match mode {
+            ArgumentCheck::InvalidParams => Err(ErrorObject::invalid_params(message)
+                .with_data(serde_json::json!({"argument": e.field(), "problem": e.problem()}))),
+            _ => Ok(Outcome::Complete(CallToolResult::error(message))),
+        }
+    }
+}
+
 /// Describes a tool beyond its name and description: title, annotations, icons, `_meta`, or
 /// an explicit input schema.
 #[derive(Debug, Clone)]
@@ -140,6 +271,7 @@ pub struct ToolSpec {
     pub(crate) explicit_input_schema: bool,
     pub(crate) task: Option<TaskSupport>,
     pub(crate) scopes: Vec<String>,
+    pub(crate) argument_check: Option<ArgumentCheck>,
 }
 
 impl ToolSpec {
@@ -154,7 +286,17 @@ impl ToolSpec {
             explicit_input_schema: false,
             task: None,
             scopes: Vec::new(),
+            argument_check: None,
         }
+    }
+
+    /// How this tool's arguments are checked against its `inputSchema`, whatever the
+    /// server's setting ([`McpServer::argument_check`](crate::server::McpServer::argument_check)).
+    /// [`ArgumentCheck::Off`] also lets a tool whose schema the checker cannot compile be
+    /// registered.
+    pub fn argument_check(mut self, check: ArgumentCheck) -> Self {
+        self.argument_check = Some(check);
+        self
     }
 
     /// Runs the tool as a task (the tasks extension): a client that declares the extension
@@ -202,6 +344,10 @@ pub(crate) struct ToolDef {
     pub(crate) mirrored: Option<Arc<[MirroredParam]>>,
     /// Whether it runs as a task.
     pub(crate) task: Option<TaskSupport>,
+    /// Its own argument check setting (`None`: the server's).
+    pub(crate) argument_check: Option<ArgumentCheck>,
+    /// Its `inputSchema`, compiled for the argument check.
+    pub(crate) checker: ArgumentsChecker,
 }
 
 impl Kind for Tools {
@@ -275,11 +421,21 @@ where
     // Clients drop a tool whose x-mcp-header annotations are invalid; refuse to offer one.
     let mirrored = arctern_types::headers::mirrored_params(&tool.input_schema)
         .map_err(|why| format!("tool {name:?}: {why}"))?;
+    // Compiled once here; every call is checked against it.
+    let checker = match spec.argument_check {
+        Some(ArgumentCheck::Off) => ArgumentsChecker::Off,
+        _ => match Checker::compile(&tool.input_schema) {
+            Ok(checker) => ArgumentsChecker::Compiled(Arc::new(checker)),
+            Err(why) => ArgumentsChecker::Uncompiled(why.to_string()),
+        },
+    };
     Ok(Entry {
         def: ToolDef {
             tool,
             mirrored: (!mirrored.is_empty()).then(|| mirrored.into()),
             task: spec.task,
+            argument_check: spec.argument_check,
+            checker,
         },
         handler,
         asks,

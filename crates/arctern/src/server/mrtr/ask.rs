@@ -404,7 +404,7 @@ fn accepted_field<'a>(key: &str, response: &'a InputResponse) -> Result<&'a Elic
         .as_elicit()
         .and_then(|e| e.content.as_ref())
         .and_then(|c| c.get(key))
-        .ok_or_else(|| format!("{key}: an answer is required"))
+        .ok_or_else(|| format!("{key}: a value is required"))
 }
 
 fn read_form<T: DeserializeOwned>(_key: &str, response: &InputResponse) -> Result<T, String> {
@@ -465,6 +465,7 @@ pub(crate) fn with_reason(question: &InputRequest, reason: &str) -> InputRequest
         let message = match &mut e.params {
             ElicitRequestParams::Form(f) => &mut f.message,
             ElicitRequestParams::Url(u) => &mut u.message,
+            _ => return question,
         };
         message.push_str("\n\n");
         message.push_str(reason);
@@ -491,6 +492,7 @@ pub(crate) fn check(question: &InputRequest, response: &InputResponse) -> Result
                 InputRequestKind::Elicitation => "an elicitation result",
                 InputRequestKind::Sampling => "a completion",
                 InputRequestKind::Roots => "a list of roots",
+                _ => "the answer the question asks for",
             }
         )),
     }

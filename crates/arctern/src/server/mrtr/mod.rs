@@ -291,11 +291,9 @@ impl InputState {
             Some(refusals) => serde_json::to_string(&refusals).ok(),
             None => inner.request_state,
         };
-        let result = InputRequiredResult {
-            input_requests: Some(inner.asks.into_iter().collect()),
-            request_state,
-            ..Default::default()
-        };
+        let mut result = InputRequiredResult::new();
+        result.input_requests = Some(inner.asks.into_iter().collect());
+        result.request_state = request_state;
         Ok(Outcome::InputRequired(result))
     }
 }

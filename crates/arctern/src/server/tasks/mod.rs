@@ -62,7 +62,11 @@ pub enum TaskSupport {
 }
 
 /// The tasks of a server: where they are kept and their limits.
+///
+/// Build it from `TaskConfig::default()` and its setters; the fields are public to read, and
+/// the struct is `#[non_exhaustive]` so that a new limit is not a breaking change.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct TaskConfig {
     /// Where tasks are kept.
     pub store: Arc<dyn TaskStore>,

@@ -102,15 +102,16 @@ impl TaskRecord {
 
     /// The task as `tools/call` announces it.
     pub fn task(&self) -> Task {
-        Task {
-            task_id: self.task_id.clone(),
-            status: self.status,
-            status_message: self.status_message.clone(),
-            created_at: rfc3339(self.created_at_ms),
-            last_updated_at: rfc3339(self.updated_at_ms),
-            ttl_ms: self.ttl_ms,
-            poll_interval_ms: self.poll_interval_ms,
-        }
+        let mut task = Task::new(
+            self.task_id.clone(),
+            self.status,
+            rfc3339(self.created_at_ms),
+        );
+        task.status_message = self.status_message.clone();
+        task.last_updated_at = rfc3339(self.updated_at_ms);
+        task.ttl_ms = self.ttl_ms;
+        task.poll_interval_ms = self.poll_interval_ms;
+        task
     }
 
     /// The task as `tasks/get` gives it: what its status carries inlined.
@@ -122,7 +123,7 @@ impl TaskRecord {
             }
             TaskStatus::Completed => detailed.result = self.result.clone(),
             TaskStatus::Failed => detailed.error = self.error.clone(),
-            TaskStatus::Working | TaskStatus::Cancelled => {}
+            _ => {}
         }
         detailed
     }
