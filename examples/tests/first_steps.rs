@@ -160,7 +160,7 @@ fn the_calculator_answers_over_stdio() {
         by_zero["result"]["content"][0]["text"],
         "Cannot divide by zero."
     );
-    // Arguments that do not decode are refused the same way, naming what is wrong.
+    // Arguments that break the advertised schema are refused the same way, naming the field.
     let bad = calc.request(
         5,
         "tools/call",
@@ -171,7 +171,7 @@ fn the_calculator_answers_over_stdio() {
         bad["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("missing field `b`"),
+            .contains("Invalid arguments for add: b: a value is required"),
         "{bad}"
     );
 }
