@@ -7,7 +7,7 @@
 #   2. `cargo publish --dry-run` of every published crate: each is packaged and built from
 #      its tarball, so a package that reads outside itself or misses a file fails here;
 #   3. the README's "Getting started": a new crate made with exactly its `cargo add` lines (arctern
-#      by path instead of from crates.io) builds with the README's server as its main.rs;
+#      by path instead of from crates.io) compiles with the README's server as its main.rs;
 #   4. the docs.rs build (nightly, `--cfg docsrs`: feature badges), without warnings.
 #
 #   scripts/check-packages.sh            all of it
@@ -22,7 +22,7 @@ doc=1
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
-echo "-- dependencies' rust-version against ours"
+echo "-- dependencies' rust-version against ours (+${SECONDS}s)"
 cargo metadata --format-version 1 --locked > "$scratch/metadata.json"
 python3 - "$scratch/metadata.json" <<'PY'
 import json, sys
@@ -50,13 +50,13 @@ print("%d dependencies declare a rust-version, none above %s; %d declare none (n
       % (checked, msrv, undeclared))
 PY
 
-echo "-- cargo publish --dry-run --workspace"
+echo "-- cargo publish --dry-run --workspace (+${SECONDS}s)"
 # In a clean clone (CI) the tree is clean; locally, uncommitted edits are packaged as they are.
 allow_dirty=()
 [ -n "$(git status --porcelain --untracked-files=no)" ] && allow_dirty=(--allow-dirty)
 cargo publish --dry-run --workspace --locked "${allow_dirty[@]}"
 
-echo "-- the README's getting started, in a new crate"
+echo "-- the README's getting started, in a new crate (+${SECONDS}s)"
 # The commands of the README's first sh block, arctern by path, run in the new crate.
 python3 - "$root/README.md" "$root/crates/arctern" > "$scratch/commands.sh" <<'PY'
 import re, sys
@@ -84,11 +84,11 @@ import re, sys
 section = open(sys.argv[1]).read().split("\n## A server\n", 1)[1].split("\n## ", 1)[0]
 print(re.search(r"```rust,no_run\n(.*?)```", section, re.S).group(1), end="")
 PY
-    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" cargo build --quiet
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" cargo check --quiet
 )
-echo "the README's server builds in a new crate with the README's dependencies"
+echo "the README's server compiles in a new crate with the README's dependencies"
 
 if [ "$doc" = 1 ]; then
-    echo "-- the docs.rs build of arctern (nightly, --cfg docsrs, every feature)"
+    echo "-- the docs.rs build of arctern (nightly, --cfg docsrs, every feature) (+${SECONDS}s)"
     RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc -p arctern --all-features --no-deps --quiet
 fi
