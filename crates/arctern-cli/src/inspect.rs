@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use arctern::Era;
 use arctern::client::Client;
 use arctern::types::content::ResourceContents;
+use arctern::types::discover::DiscoverResult;
 use arctern::types::prompts::{GetPromptResult, Prompt};
 use arctern::types::resources::{ReadResourceResult, Resource, ResourceTemplate};
 use arctern::types::tools::Tool;
@@ -37,17 +39,36 @@ fn table(rows: &[(String, String)]) {
 }
 
 /// `server/discover`, with what the client learned.
+///
+/// A 2025-era server has no `server/discover`: what its `initialize` said (the one version it
+/// chose, its capabilities and instructions) is shown in the same shape, marked as such.
 pub async fn discover(client: &Client, format: Format) -> Result<(), Failure> {
-    let result = client
-        .discover()
-        .await
-        .map_err(|e| Failure::from_client(&e, "server/discover"))?;
+    let legacy = client.era() == Era::Legacy;
+    let result = if legacy {
+        let mut r = DiscoverResult::new(
+            [client.protocol_version().as_str()],
+            client.server_capabilities().unwrap_or_default(),
+        );
+        r.instructions = client.instructions();
+        r
+    } else {
+        client
+            .discover()
+            .await
+            .map_err(|e| Failure::from_client(&e, "server/discover"))?
+    };
     let info = client.server_info();
+    let source = if legacy {
+        "initialize"
+    } else {
+        "server/discover"
+    };
     if format == Format::Json {
         output::json(&json!({
             "result": result,
             "serverInfo": info,
             "protocolVersion": client.protocol_version().as_str(),
+            "source": source,
         }));
         return Ok(());
     }
@@ -64,11 +85,18 @@ pub async fn discover(client: &Client, format: Format) -> Result<(), Failure> {
     }
     rows.push((
         "protocol".into(),
-        format!(
-            "{} (supported: {})",
-            client.protocol_version().as_str(),
-            result.supported_versions.join(", ")
-        ),
+        if legacy {
+            format!(
+                "{} (a 2025-era session: as initialize said, no server/discover)",
+                client.protocol_version().as_str()
+            )
+        } else {
+            format!(
+                "{} (supported: {})",
+                client.protocol_version().as_str(),
+                result.supported_versions.join(", ")
+            )
+        },
     ));
     let caps = &result.capabilities;
     let mut names = Vec::new();

@@ -221,6 +221,25 @@ fn url_elicitation_required_shows_each_page_with_its_domain_and_exits_4() {
 }
 
 #[test]
+fn discover_shows_what_a_2025_server_said_in_initialize() {
+    let Some(peers) = everything() else { return };
+    let stdio = peers.stdio();
+    let r = run(&["discover", "--stdio", stdio.as_str(), "--output", "json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let out = r.json();
+    assert_eq!(out["source"], "initialize", "{out}");
+    assert_eq!(out["protocolVersion"], "2025-11-25", "{out}");
+    assert_eq!(out["result"]["supportedVersions"][0], "2025-11-25", "{out}");
+    assert!(out["result"]["capabilities"]["tools"].is_object(), "{out}");
+    assert!(out["serverInfo"]["name"].is_string(), "{out}");
+
+    let r = run(&["discover", "--stdio", stdio.as_str()]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("no server/discover"), "{}", r.stdout);
+    assert!(r.stdout.contains("tools"), "{}", r.stdout);
+}
+
+#[test]
 fn the_listing_commands_offer_sampling_and_roots() {
     let Some(peers) = everything() else { return };
     let stdio = peers.stdio();
