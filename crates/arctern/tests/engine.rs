@@ -533,9 +533,18 @@ async fn middleware_runs_in_order_and_can_change_the_response() {
                 .to_owned()
         })
         .layer(from_fn(move |call: Call, next: Next| {
+            let second = second.clone();
+            async move {
+                assert_eq!(second.fetch_add(1, Ordering::SeqCst), 1);
+                let response = next.run(call).await;
+                assert_eq!(second.fetch_add(1, Ordering::SeqCst), 2);
+                response
+            }
+        }))
+        .layer(from_fn(move |call: Call, next: Next| {
             let first = first.clone();
             async move {
-                // Outermost: sees the call first and the response last.
+                // Added last, so outermost: sees the call first and the response last.
                 assert_eq!(first.fetch_add(1, Ordering::SeqCst), 0);
                 let response = next.run(call).await?;
                 assert_eq!(first.fetch_add(1, Ordering::SeqCst), 3);
@@ -547,15 +556,6 @@ async fn middleware_runs_in_order_and_can_change_the_response() {
                     }
                     other => other,
                 })
-            }
-        }))
-        .layer(from_fn(move |call: Call, next: Next| {
-            let second = second.clone();
-            async move {
-                assert_eq!(second.fetch_add(1, Ordering::SeqCst), 1);
-                let response = next.run(call).await;
-                assert_eq!(second.fetch_add(1, Ordering::SeqCst), 2);
-                response
             }
         }))
         .build()

@@ -34,12 +34,13 @@ async fn main() -> arctern::Result<()> {
         .tool("deploy", "Deploys (for alice only).", || async {
             "deployed"
         })
+        // The last added runs first: the allow list, then the timeout, then the metrics.
+        .layer(metrics.layer())
+        .layer(timeout(Duration::from_secs(10)))
         .layer(allow_list([
             ("alice", &["echo", "deploy"][..]),
             ("", &["echo"][..]),
         ]))
-        .layer(timeout(Duration::from_secs(10)))
-        .layer(metrics.layer())
         .build()?;
     let bound = HttpServer::new(server)
         .bind(("127.0.0.1", arctern_examples::port_from_args()))

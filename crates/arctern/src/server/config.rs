@@ -298,10 +298,12 @@ impl ServerConfig {
         self
     }
 
-    /// Adds a middleware around every handler call (see [`middleware`](super::middleware));
-    /// the first added runs first.
+    /// Wraps every handler call, and the middleware added before, in `middleware` (see
+    /// [`middleware`](super::middleware)): the last added runs first, as with axum's
+    /// `Router::layer`.
     pub fn layer(mut self, middleware: impl Middleware) -> Self {
-        self.middleware.push(Arc::new(middleware));
+        // Kept outermost first, the order the engine runs them in.
+        self.middleware.insert(0, Arc::new(middleware));
         self
     }
 

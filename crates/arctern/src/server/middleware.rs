@@ -15,8 +15,10 @@
 //! On a legacy session a multi round-trip call runs once per round, and so does its
 //! middleware.
 //!
-//! Layers run in the order they were added: the first added sees the call first and the
-//! response last.
+//! Each [`layer`](super::McpServer::layer) wraps the layers added before it, as axum's
+//! `Router::layer` does: the **last added is the outermost**, it sees the call first and the
+//! response last. A server that authorizes, then times out, then counts adds them in the
+//! reverse order: `.layer(metrics).layer(timeout).layer(authorize)`.
 //!
 //! ```
 //! use std::time::Duration;

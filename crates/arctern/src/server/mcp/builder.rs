@@ -164,10 +164,12 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self
     }
 
-    /// Adds a middleware around every handler call, on both eras and every transport (see
-    /// [`middleware`](crate::server::middleware)); the first added runs first.
+    /// Wraps every handler call, and the middleware added before, in `middleware`, on both
+    /// eras and every transport (see [`middleware`](crate::server::middleware)): the last
+    /// added runs first, as with axum's `Router::layer`.
     pub fn layer(mut self, middleware: impl Middleware) -> Self {
-        self.parts.config.middleware.push(Arc::new(middleware));
+        // Kept outermost first, the order the engine runs them in.
+        self.parts.config.middleware.insert(0, Arc::new(middleware));
         self
     }
 
