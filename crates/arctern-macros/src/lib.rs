@@ -75,6 +75,10 @@ fn question(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             ) -> ::core::result::Result<#krate::server::mrtr::Ask<Self>, #krate::server::mrtr::NotYet> {
                 ::core::result::Result::Ok(#krate::server::mrtr::Ask::form(#key, #message))
             }
+            fn describe(question: &mut #krate::server::mrtr::QuestionSignature) {
+                question.key(#key);
+                question.form::<Self>();
+            }
         }
     })
 }

@@ -60,3 +60,71 @@ async fn a_derived_question_is_asked_and_answered() {
     assert_eq!(schema["properties"]["replicas"]["type"], "integer");
     assert_eq!(schema["required"], json!(["region"]));
 }
+
+/// Another question on the key of `Region`.
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "region", message = "Which zone?")]
+struct Zone {
+    zone: String,
+}
+
+/// A nested object cannot be a form field.
+#[derive(Deserialize, JsonSchema)]
+struct Address {
+    street: String,
+}
+
+#[derive(Deserialize, JsonSchema, Question)]
+#[question(key = "address", message = "Where?")]
+struct Shipping {
+    address: Address,
+}
+
+#[test]
+fn two_questions_on_one_key_fail_build_naming_the_tool_and_the_key() {
+    let err = McpServer::new("db")
+        .tool(
+            "provision",
+            "Provisions.",
+            |Answer(r): Answer<Region>, Answer(z): Answer<Zone>| async move {
+                format!("{} {}", r.region, z.zone)
+            },
+        )
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("provision"), "{err}");
+    assert!(
+        err.contains("two questions use the key \"region\""),
+        "{err}"
+    );
+    assert!(err.contains("Region") && err.contains("Zone"), "{err}");
+}
+
+#[test]
+fn one_question_taken_twice_is_one_question() {
+    use arctern::server::mrtr::AnswerOutcome;
+    McpServer::new("db")
+        .tool(
+            "provision",
+            "Provisions.",
+            |Answer(r): Answer<Region>, AnswerOutcome(_): AnswerOutcome<Region>| async move {
+                r.region
+            },
+        )
+        .build()
+        .unwrap();
+}
+
+#[test]
+fn a_question_that_cannot_be_a_form_fails_build() {
+    let err = McpServer::new("shop")
+        .tool("ship", "Ships.", |Answer(s): Answer<Shipping>| async move {
+            s.address.street
+        })
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ship"), "{err}");
+    assert!(err.contains("Shipping cannot be asked in a form"), "{err}");
+}

@@ -10,6 +10,7 @@
 //! To write an extractor of your own, implement [`FromCall`]: build the value from the
 //! [`CallParts`], and declare at registration what it needs in the [`Signature`].
 
+use std::borrow::Cow;
 use std::fmt;
 
 use arctern_types::ErrorObject;
@@ -185,6 +186,8 @@ pub struct Signature {
     pub(crate) styles: Vec<(MrtrStyle, &'static str)>,
     /// The argument types questions decode, when no parameter declares the arguments.
     pub(crate) question_args: Vec<(&'static str, JsonObject)>,
+    /// The keys questions declared, with the question type that declared each.
+    pub(crate) question_keys: Vec<(Cow<'static, str>, &'static str)>,
     pub(crate) errors: Vec<String>,
 }
 
@@ -206,6 +209,19 @@ impl Signature {
     pub fn question_arguments_schema(&mut self, schema: JsonObject, type_name: &'static str) {
         if !self.question_args.iter().any(|(t, _)| *t == type_name) {
             self.question_args.push((type_name, schema));
+        }
+    }
+
+    /// Declares the key a question type is always asked under: two different question
+    /// types on one key are a registration error (one type asked twice is one question).
+    pub fn question_key(&mut self, key: impl Into<Cow<'static, str>>, question: &'static str) {
+        let key = key.into();
+        match self.question_keys.iter().find(|(k, _)| *k == key) {
+            Some((_, other)) if *other != question => self.errors.push(format!(
+                "two questions use the key {key:?} ({other} and {question}); give each its own key"
+            )),
+            Some(_) => {}
+            None => self.question_keys.push((key, question)),
         }
     }
 

@@ -87,7 +87,7 @@ pub use one_time::{
 use questions::Step;
 pub use questions::{
     Answer, AnswerOutcome, AskContext, Asked, Collect, Decision, HandlerState, NoArgs, NotYet,
-    Question, Questions, Responses, Roots,
+    Question, QuestionSignature, Questions, Responses, Roots,
 };
 pub use round::Round;
 pub(crate) use round::{digest_of, write_question};

@@ -1,6 +1,7 @@
 //! Question types, the extractors that carry their answers, and run-time questions.
 
-use std::any::TypeId;
+use std::any::{TypeId, type_name};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
@@ -67,6 +68,57 @@ pub trait Question: 'static {
 
     /// Builds the question.
     fn ask(cx: &AskContext<'_, Self::Args>) -> Result<Ask<Self::Answer>, NotYet>;
+
+    /// Says what is known of the question before any call: its key, and the type its form
+    /// is made from. Read when the handler is registered, so that two questions of one
+    /// handler on one key, or a form type that cannot be a form, fail
+    /// [`build()`](crate::server::McpServer::build) instead of a call. The default says
+    /// nothing (a key or form chosen at run time is checked when the call runs);
+    /// `#[derive(Question)]` fills it in.
+    ///
+    /// ```
+    /// use arctern::server::mrtr::{Ask, AskContext, NoArgs, NotYet, Question, QuestionSignature};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Region { region: String }
+    ///
+    /// impl Question for Region {
+    ///     type Args = NoArgs;
+    ///     type Answer = Region;
+    ///     fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Region>, NotYet> {
+    ///         Ok(Ask::form("region", "Which region?"))
+    ///     }
+    ///     fn describe(question: &mut QuestionSignature) {
+    ///         question.key("region");
+    ///         question.form::<Region>();
+    ///     }
+    /// }
+    /// ```
+    fn describe(question: &mut QuestionSignature) {
+        let _ = question;
+    }
+}
+
+/// What a [`Question`] type declares of itself when its handler is registered (see
+/// [`Question::describe`]).
+#[derive(Debug, Default)]
+pub struct QuestionSignature {
+    key: Option<Cow<'static, str>>,
+    form: Option<(&'static str, String)>,
+}
+
+impl QuestionSignature {
+    /// The key the question is always asked under.
+    pub fn key(&mut self, key: impl Into<Cow<'static, str>>) {
+        self.key = Some(key.into());
+    }
+
+    /// The question is a form made from `T`: checked now, once, that `T` can be one.
+    pub fn form<T: schemars::JsonSchema + 'static>(&mut self) {
+        if let Err(why) = super::schema::form_schema_for::<T>() {
+            self.form = Some((type_name::<T>(), why));
+        }
+    }
 }
 
 /// The `Args` of a question that does not read the call's arguments: decodes from anything,
@@ -84,9 +136,21 @@ impl schemars::JsonSchema for NoArgs {
     }
 }
 
-/// Declares what a question type needs when its handler is registered.
+/// Declares what a question type needs when its handler is registered, and what it says of
+/// itself (its key, its form).
 fn describe_question<Q: Question>(describe: &mut Signature, by: &'static str) {
     describe.style(MrtrStyle::Dependency, by);
+    let mut question = QuestionSignature::default();
+    Q::describe(&mut question);
+    let name = type_name::<Q>();
+    if let Some((form, why)) = question.form {
+        describe.error(format!(
+            "the question {name} cannot be asked in a form ({form}: {why})"
+        ));
+    }
+    if let Some(key) = question.key {
+        describe.question_key(key, name);
+    }
     if TypeId::of::<Q::Args>() != TypeId::of::<NoArgs>() {
         describe.question_arguments_schema(
             crate::server::extract::schema_for::<Q::Args>(),
@@ -112,6 +176,9 @@ impl Question for Roots {
     type Answer = Vec<Root>;
     fn ask(_: &AskContext<'_, NoArgs>) -> Result<Ask<Vec<Root>>, NotYet> {
         Ok(Ask::roots("roots"))
+    }
+    fn describe(question: &mut QuestionSignature) {
+        question.key("roots");
     }
 }
 
