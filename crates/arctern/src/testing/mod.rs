@@ -14,7 +14,7 @@
 //! key and the question ([`UnscriptedQuestion`]): the kit never waits and never makes an
 //! answer up.
 //!
-//! Every round is recorded as it went over the wire ([`Round`]): what the request carried and
+//! Every round is recorded as it went over the wire ([`RecordedRound`]): what the request carried and
 //! what the server answered. [`TestClient::rounds`] returns the rounds of the last call and
 //! [`TestClient::assert_rounds`] checks how many there were.
 //!
@@ -68,7 +68,7 @@
 //! client opens a session with `initialize`, and the server's legacy shim asks the same
 //! questions with server→client requests, which the same script answers by key (the shim
 //! names each question's key in `_meta`). On a legacy session a call is one round on the
-//! wire; its [`Round::questions`] are the questions the shim asked.
+//! wire; its [`RecordedRound::questions`] are the questions the shim asked.
 //!
 //! # Request-state security
 //!
@@ -145,7 +145,7 @@ pub use auth_server::{
     INTROSPECTION_CLIENT_ID, INTROSPECTION_CLIENT_SECRET, TestAuthServer, TestAuthServerBuilder,
     TokenRequest,
 };
-pub use record::Round;
+pub use record::RecordedRound;
 pub use replay::{Replay, assert_invalid_state, is_invalid_state};
 pub use script::UnscriptedQuestion;
 
@@ -494,13 +494,13 @@ impl TestClient {
 
     // ------------------------------------------------------------------ rounds
 
-    /// The rounds of the last call, in order (see [`Round`]).
-    pub fn rounds(&self) -> Vec<Round> {
+    /// The rounds of the last call, in order (see [`RecordedRound`]).
+    pub fn rounds(&self) -> Vec<RecordedRound> {
         lock(&self.shared.rounds).clone()
     }
 
     /// The last round recorded, if any.
-    pub fn last_round(&self) -> Option<Round> {
+    pub fn last_round(&self) -> Option<RecordedRound> {
         lock(&self.shared.rounds).last().cloned()
     }
 
@@ -515,7 +515,7 @@ impl TestClient {
     ///
     /// With the rounds that were recorded, if there were more or fewer.
     #[track_caller]
-    pub fn assert_rounds(&self, expected: usize) -> Vec<Round> {
+    pub fn assert_rounds(&self, expected: usize) -> Vec<RecordedRound> {
         let rounds = self.rounds();
         if rounds.len() != expected {
             let mut listing = String::new();
@@ -536,7 +536,7 @@ impl TestClient {
     // ------------------------------------------------------------------ state
 
     /// Prepares to send `round`'s request again (see [`Replay`]).
-    pub fn replay(&self, round: &Round) -> Replay<'_> {
+    pub fn replay(&self, round: &RecordedRound) -> Replay<'_> {
         Replay::new(self, round)
     }
 

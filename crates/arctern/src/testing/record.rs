@@ -34,7 +34,7 @@ use crate::transport::memory::{MemoryTransport, lock};
 /// keys the shim named) and whose [`answers`](Self::answers) are the client's answers to
 /// them.
 #[derive(Clone, PartialEq)]
-pub struct Round {
+pub struct RecordedRound {
     pub(crate) method: String,
     pub(crate) target: String,
     pub(crate) arguments: Option<Value>,
@@ -53,7 +53,7 @@ pub(crate) enum RoundOutcome {
     Error(ErrorObject),
 }
 
-impl Round {
+impl RecordedRound {
     /// `tools/call`, `prompts/get` or `resources/read`.
     pub fn method(&self) -> &str {
         &self.method
@@ -148,7 +148,7 @@ impl Round {
     }
 }
 
-impl fmt::Debug for Round {
+impl fmt::Debug for RecordedRound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.method, self.target)?;
         if let Some(args) = &self.arguments {
@@ -223,7 +223,7 @@ struct Open {
     /// Tells the answers to a legacy round's questions apart from other rounds'.
     token: u64,
     id: RequestId,
-    round: Round,
+    round: RecordedRound,
 }
 
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
@@ -239,7 +239,7 @@ impl Open {
         Some(Open {
             token: NEXT_TOKEN.fetch_add(1, Ordering::Relaxed),
             id: sent.id,
-            round: Round {
+            round: RecordedRound {
                 method: sent.method,
                 target,
                 arguments: params.arguments,

@@ -7,7 +7,7 @@ use arctern_types::mrtr::{InputResponse, InputResponses};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Round, TestClient};
+use super::{RecordedRound, TestClient};
 use crate::client::{Continuation, Outcome};
 use crate::state::INVALID_STATE_MESSAGE;
 use crate::{Error, ErrorCode, ErrorKind, ErrorObject, Result};
@@ -31,7 +31,7 @@ pub struct Replay<'a> {
 }
 
 impl<'a> Replay<'a> {
-    pub(crate) fn new(client: &'a TestClient, round: &Round) -> Self {
+    pub(crate) fn new(client: &'a TestClient, round: &RecordedRound) -> Self {
         Replay {
             client,
             method: round.method.clone(),

@@ -138,7 +138,7 @@ fn kind_of(response: &InputResponse) -> &'static str {
 #[derive(Default)]
 pub(crate) struct Shared {
     pub(crate) script: Mutex<Script>,
-    pub(crate) rounds: Mutex<Vec<super::Round>>,
+    pub(crate) rounds: Mutex<Vec<super::RecordedRound>>,
     /// Questions the script could not answer since the current call started.
     pub(crate) failures: Mutex<Vec<Failure>>,
     /// Answers a legacy session's server→client requests are waiting for, by request id:
