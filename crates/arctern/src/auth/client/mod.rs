@@ -31,7 +31,9 @@
 //!    (plain HTTP only on this machine, unless [allowed](OAuthBuilder::allow_http)).
 //! 3. **Credentials are tied to that issuer**: when a server's metadata names another
 //!    authorization server, the client registers anew and never sends the old client id or
-//!    tokens to it.
+//!    tokens to it. A [pre-registered](PreRegistered) identity is pinned to its issuer: a
+//!    server that names another one gets an [`ErrorKind::Auth`] error, never the secret,
+//!    key assertion or workload token, whatever the grant.
 //! 4. **A refresh** when a refresh token is at hand (sending `resource` again), else
 //! 5. **the grant** ([`Grant`]): by default the authorization code flow — the client is
 //!    identified in the specification's order (a [pre-registered](OAuthBuilder::pre_registered)
@@ -117,13 +119,24 @@ pub(crate) fn auth_error(message: impl Into<std::borrow::Cow<'static, str>>) -> 
     Error::new(ErrorKind::Auth, message)
 }
 
-/// A client identity registered with an authorization server out of band.
+/// A client identity registered with an authorization server out of band, and used only
+/// with that server.
+///
+/// Its secret, key and grants are an authorization server's credentials: sent to another
+/// server, they let that server act as the client at the real one. So the identity carries
+/// its issuer, and the MCP server's metadata must name that authorization server (when it
+/// names several, the pinned one is picked); otherwise every grant fails with
+/// [`ErrorKind::Auth`] before anything reaches the named server — no token request, no
+/// client assertion, no workload or identity assertion, no token exchange at the identity
+/// provider. A server without protected resource metadata (2025-03-26) is its own
+/// authorization server, and gets the identity only when the pin is its origin.
 #[derive(Clone)]
 pub struct PreRegistered {
     client_id: String,
     client_secret: Option<String>,
     private_key: Option<SigningKey>,
     auth_method: Option<String>,
+    /// `None` only for [`PreRegistered::unpinned`].
     issuer: Option<String>,
 }
 
@@ -142,14 +155,28 @@ impl fmt::Debug for PreRegistered {
 }
 
 impl PreRegistered {
-    /// A public client (`token_endpoint_auth_method` `none`) with this id.
-    pub fn new(client_id: impl Into<String>) -> Self {
+    /// The client `client_id`, registered with the authorization server whose issuer
+    /// identifier is `issuer` (exactly as in its metadata, e.g. `https://auth.example.com`);
+    /// a public client (`token_endpoint_auth_method` `none`) unless given a secret or a key.
+    pub fn new(client_id: impl Into<String>, issuer: impl Into<String>) -> Self {
         PreRegistered {
             client_id: client_id.into(),
             client_secret: None,
             private_key: None,
             auth_method: None,
+            issuer: Some(issuer.into()),
+        }
+    }
+
+    /// The client `client_id` at whichever authorization server the MCP server's metadata
+    /// names first: the MCP server is trusted with the identity's secret or key. Only for
+    /// MCP servers that are as trusted as the authorization server (test harnesses whose
+    /// authorization server listens on a port chosen at run time); never used with a server
+    /// without protected resource metadata. Prefer [`PreRegistered::new`].
+    pub fn unpinned(client_id: impl Into<String>) -> Self {
+        PreRegistered {
             issuer: None,
+            ..PreRegistered::new(client_id, String::new())
         }
     }
 
@@ -175,11 +202,25 @@ impl PreRegistered {
         self
     }
 
-    /// Only for this authorization server (its issuer identifier); other servers get the
-    /// other ways of identifying the client.
-    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
-        self.issuer = Some(issuer.into());
-        self
+    /// Whether this identity may be used with the authorization server `issuer`, found
+    /// through protected resource metadata (`from_metadata`) or, without it, as the MCP
+    /// server's origin; the error says why not.
+    fn check_issuer(&self, issuer: &str, from_metadata: bool) -> Result<()> {
+        match &self.issuer {
+            Some(pin) if pin == issuer => Ok(()),
+            Some(pin) => Err(auth_error(format!(
+                "the pre-registered client {:?} is registered with {pin}, and the MCP server \
+                 names the authorization server {issuer}: its credentials are not sent there",
+                self.client_id
+            ))),
+            None if from_metadata => Ok(()),
+            None => Err(auth_error(format!(
+                "the MCP server publishes no protected resource metadata, so it would be its own \
+                 authorization server ({issuer}); the unpinned pre-registered client {:?} is not \
+                 sent there (pin it: PreRegistered::new)",
+                self.client_id
+            ))),
+        }
     }
 
     /// The credentials this identity stands for at the authorization server `issuer`.
@@ -328,8 +369,9 @@ impl OAuthBuilder {
         self
     }
 
-    /// A client identity registered out of band: used first, before a metadata document or
-    /// dynamic registration.
+    /// A client identity registered out of band with one authorization server: the only
+    /// identity used then (no metadata document, no dynamic registration), and only with
+    /// that server.
     pub fn pre_registered(mut self, client: PreRegistered) -> Self {
         self.config.pre_registered = Some(client);
         self
@@ -508,6 +550,17 @@ impl OAuth {
         }
         let resource = discovery::canonical_resource(endpoint)?;
         state.credentials = self.shared.config.store.load(&resource).await?;
+        // A stored pre-registered identity that is not the configured one (another id, another
+        // issuer) is not used: its secret would go where the configuration no longer says.
+        if let Some(c) = &state.credentials
+            && c.registration == "pre-registered"
+            && !self.shared.config.pre_registered.as_ref().is_some_and(|p| {
+                p.client_id == c.client_id && p.check_issuer(&c.issuer, true).is_ok()
+            })
+        {
+            tracing::debug!("dropped stored credentials of another pre-registered identity");
+            state.credentials = None;
+        }
         state.requested_scope = state.credentials.as_ref().and_then(|c| {
             c.scope
                 .as_deref()
@@ -676,6 +729,7 @@ impl OAuth {
         sent: Option<&HeaderValue>,
     ) -> Result<()> {
         let limits = &self.shared.config.limits;
+        let pre_registered = self.shared.config.pre_registered.as_ref();
         let found = discovery::resource_metadata(
             fetcher,
             endpoint,
@@ -696,11 +750,22 @@ impl OAuth {
                          {endpoint:?}; no authorization is attempted"
                     )));
                 }
-                let issuer = prm.authorization_servers.first().ok_or_else(|| {
-                    auth_error(format!(
-                        "the protected resource metadata at {url} names no authorization server"
-                    ))
-                })?;
+                // A pinned identity picks its own server among those named.
+                let named = &prm.authorization_servers;
+                let issuer = pre_registered
+                    .and_then(|p| p.issuer.as_ref())
+                    .and_then(|pin| named.iter().find(|s| *s == pin))
+                    .or(named.first())
+                    .ok_or_else(|| {
+                        auth_error(format!(
+                            "the protected resource metadata at {url} names no authorization \
+                             server"
+                        ))
+                    })?;
+                // Before anything reaches the server named: it may be the wrong one.
+                if let Some(p) = pre_registered {
+                    p.check_issuer(issuer, true)?;
+                }
                 self.check_secure(issuer)?;
                 let metadata = discovery::server_metadata(fetcher, issuer, limits)
                     .await?
@@ -718,6 +783,9 @@ impl OAuth {
             None => {
                 // A 2025-03-26 server: its origin is the authorization server.
                 let (origin, _) = discovery::split(endpoint)?;
+                if let Some(p) = pre_registered {
+                    p.check_issuer(&origin, false)?;
+                }
                 let metadata = discovery::server_metadata(fetcher, &origin, limits)
                     .await?
                     .unwrap_or_else(|| discovery::fallback_metadata(&origin));
@@ -931,9 +999,9 @@ impl OAuth {
         scope: Option<&str>,
     ) -> Result<Credentials> {
         let config = &self.shared.config;
-        if let Some(p) = &config.pre_registered
-            && p.issuer.as_ref().is_none_or(|i| *i == metadata.issuer)
-        {
+        if let Some(p) = &config.pre_registered {
+            // Never another way of identifying the client: a mismatch is an error.
+            p.check_issuer(&metadata.issuer, true)?;
             return Ok(p.credentials(&metadata.issuer));
         }
         if let Some(c) = &state.credentials
@@ -1190,6 +1258,7 @@ impl OAuth {
         let p = self.shared.config.pre_registered.as_ref().ok_or_else(|| {
             auth_error("this grant needs a pre-registered client (OAuthBuilder::pre_registered)")
         })?;
+        p.check_issuer(&metadata.issuer, true)?;
         let client = p.credentials(&metadata.issuer);
         state.credentials = Some(client.clone());
         self.token_request(
@@ -1221,7 +1290,12 @@ impl OAuth {
             .config
             .pre_registered
             .as_ref()
-            .filter(|p| p.client_id == client.client_id)
+            // The key signs for its own registration only, never for a namesake elsewhere.
+            .filter(|p| {
+                p.client_id == client.client_id
+                    && client.registration == "pre-registered"
+                    && p.check_issuer(&client.issuer, true).is_ok()
+            })
             .and_then(|p| p.private_key.as_ref());
         let mut attempt = 0;
         loop {
@@ -1462,6 +1536,25 @@ mod tests {
         assert!(strict.check_secure("ftp://as.example.com/").is_err());
         let lax = OAuth::builder().allow_http(true).build();
         assert!(lax.check_secure("http://as.example.com/token").is_ok());
+    }
+
+    #[test]
+    fn a_pre_registered_identity_goes_to_its_own_issuer_only() {
+        let pinned = PreRegistered::new("c", "https://as.example.com");
+        assert!(pinned.check_issuer("https://as.example.com", true).is_ok());
+        // The origin of a server without metadata, when it is the pin.
+        assert!(pinned.check_issuer("https://as.example.com", false).is_ok());
+        // Issuers compare as strings: no normalisation.
+        let err = pinned
+            .check_issuer("https://as.example.com/", true)
+            .unwrap_err();
+        assert!(
+            err.is_auth() && err.to_string().contains("not sent"),
+            "{err}"
+        );
+        let unpinned = PreRegistered::unpinned("c");
+        assert!(unpinned.check_issuer("https://any.example", true).is_ok());
+        assert!(unpinned.check_issuer("https://any.example", false).is_err());
     }
 
     #[test]
