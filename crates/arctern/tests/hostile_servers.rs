@@ -1,5 +1,5 @@
 //! The OAuth client against hostile MCP servers and authorization servers on 127.0.0.1
-//! (issue 30, finding 1): every request each server receives is recorded, and the
+//! (issue 30, findings 1 and 2): every request each server receives is recorded, and the
 //! tests check what never arrives — a pre-registered secret, key assertion or workload token
 //! at an authorization server the client was not registered with, a fetch of a URL the
 //! server chose on another origin or inside the network, a registration before the person's
@@ -9,19 +9,25 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use arctern::auth::client::{
-    EnterpriseManaged, Grant, Headless, OAuth, OAuthBuilder, PreRegistered,
+    AuthorizationResponse, AuthorizationStep, EnterpriseManaged, Grant, Headless, HostPolicy,
+    OAuth, OAuthBuilder, PreRegistered,
 };
 use arctern::auth::jose::{Algorithm, SigningKey};
 use arctern::client::{Client, HttpTransport};
+use arctern::transport::http::client::{Fetcher, Pool, PoolBody};
 use base64::Engine as _;
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt as _, Full, Limited};
+use futures::future::BoxFuture;
+use http::{Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt as _, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
@@ -418,4 +424,253 @@ async fn a_server_without_metadata_is_not_given_a_pre_registered_secret() {
         "{:#?}",
         legacy.seen()
     );
+}
+
+#[tokio::test]
+async fn metadata_the_challenge_names_on_another_origin_is_not_fetched() {
+    let internal = Server::start(|_, _| json_response(json!({}))).await;
+    let target = format!("{}/internal/admin?token=1", internal.origin());
+    let mcp = Server::start(move |_, _| {
+        Response::builder()
+            .status(StatusCode::UNAUTHORIZED)
+            .header(
+                "www-authenticate",
+                format!(r#"Bearer resource_metadata="{target}", scope="mcp evil-scope""#),
+            )
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    })
+    .await;
+    let err = connect(
+        &format!("{}/mcp", mcp.origin()),
+        base(Grant::AuthorizationCode).build(),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.is_auth(), "{err:?}");
+    assert!(err.to_string().contains("origin"), "{err}");
+    assert!(internal.seen().is_empty(), "{:#?}", internal.seen());
+}
+
+/// A person's step with no one to ask (no terminal): it says so before anything happens.
+struct NoTerminal;
+
+impl AuthorizationStep for NoTerminal {
+    fn redirect_uri(&self) -> String {
+        "http://127.0.0.1:9/callback".into()
+    }
+
+    fn ready(&self) -> arctern::Result<()> {
+        Err(arctern::Error::new(
+            arctern::ErrorKind::Auth,
+            "no terminal to ask on",
+        ))
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        _: &'a Fetcher,
+        _: &'a str,
+    ) -> BoxFuture<'a, arctern::Result<AuthorizationResponse>> {
+        Box::pin(async { Err(self.ready().unwrap_err()) })
+    }
+}
+
+#[tokio::test]
+async fn a_step_that_cannot_go_on_stops_the_client_before_discovery_and_registration() {
+    // The review's attack: the registration endpoint is an "internal" admin URL.
+    let internal = Server::start(|_, _| json_response(json!({"client_id": "x"}))).await;
+    let auth = eager_authorization_server(Some(format!(
+        "{}/admin/delete-everything",
+        internal.origin()
+    )))
+    .await;
+    let mcp = mcp_naming(vec![auth.origin()], None).await;
+    let oauth = OAuth::builder().step(NoTerminal).build();
+    let err = connect(&format!("{}/mcp", mcp.origin()), oauth)
+        .await
+        .unwrap_err();
+    assert!(err.is_auth(), "{err:?}");
+    assert!(err.to_string().contains("no terminal"), "{err}");
+    assert!(internal.seen().is_empty(), "{:#?}", internal.seen());
+    assert!(auth.seen().is_empty(), "{:#?}", auth.seen());
+    assert!(
+        mcp.seen().iter().all(|s| s.path() == "/mcp"),
+        "{:#?}",
+        mcp.seen()
+    );
+}
+
+/// The network of the remote-server tests: requests to the hosts in `routes` go to servers
+/// on 127.0.0.1 (HTTPS becoming plain HTTP there); every other request is answered `502`
+/// here, without any connection. Every URL asked for is recorded.
+#[derive(Clone)]
+struct Network {
+    routes: Arc<HashMap<String, SocketAddr>>,
+    asked: Arc<Mutex<Vec<String>>>,
+    pool: Pool,
+}
+
+impl Network {
+    fn new(routes: impl IntoIterator<Item = (String, SocketAddr)>) -> Self {
+        Network {
+            routes: Arc::new(routes.into_iter().collect()),
+            asked: Arc::default(),
+            pool: Pool::new(),
+        }
+    }
+
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl tower_service::Service<Request<Full<Bytes>>> for Network {
+    type Response = Response<Either<PoolBody, Full<Bytes>>>;
+    type Error = arctern::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut request: Request<Full<Bytes>>) -> Self::Future {
+        let uri = request.uri().clone();
+        self.asked.lock().unwrap().push(uri.to_string());
+        let authority = uri
+            .authority()
+            .map(|a| {
+                let port = a.port_u16().unwrap_or(match uri.scheme_str() {
+                    Some("https") => 443,
+                    _ => 80,
+                });
+                format!("{}:{port}", a.host())
+            })
+            .unwrap_or_default();
+        let route = self.routes.get(&authority).copied();
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            let Some(addr) = route else {
+                return Ok(Response::builder()
+                    .status(StatusCode::BAD_GATEWAY)
+                    .body(Either::Right(Full::new(Bytes::new())))
+                    .unwrap());
+            };
+            let path = uri.path_and_query().map_or("/", |p| p.as_str());
+            *request.uri_mut() = format!("http://{addr}{path}").parse::<Uri>().unwrap();
+            let response = pool.send(request).await?;
+            Ok(response.map(Either::Left))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_remote_server_cannot_send_the_client_inside_the_network() {
+    let internal =
+        Server::start(|_, addr| json_response(as_metadata(&format!("http://{addr}"), None))).await;
+    let loopback_http = internal.origin();
+    let loopback_https = format!("https://{}", internal.addr);
+    for named in [
+        loopback_http.as_str(),
+        loopback_https.as_str(),
+        "https://localhost",
+        "https://10.0.0.7",
+        "https://192.168.1.1",
+        "https://169.254.169.254",
+        "https://[fd00:ec2::254]",
+        "https://[::ffff:127.0.0.1]",
+        "https://2130706433",
+        "https://0x7f.1",
+        "https://metadata.google.internal",
+    ] {
+        let mcp = mcp_naming(
+            vec![named.to_owned()],
+            Some("https://mcp.example.com".into()),
+        )
+        .await;
+        let network = Network::new([("mcp.example.com:443".to_owned(), mcp.addr)]);
+        let transport = HttpTransport::builder("https://mcp.example.com/mcp")
+            .service(network.clone())
+            .authorizer(base(Grant::AuthorizationCode).build())
+            .build()
+            .unwrap();
+        let err = connect_with(transport).await.expect_err(named);
+        assert!(err.is_auth(), "{named}: {err:?}");
+        let inside: Vec<String> = network
+            .asked()
+            .into_iter()
+            .filter(|u| !u.starts_with("https://mcp.example.com/"))
+            .collect();
+        assert!(inside.is_empty(), "{named}: {inside:?}");
+    }
+    assert!(internal.seen().is_empty(), "{:#?}", internal.seen());
+
+    // The policy is the application's to change: with every host allowed (and plain HTTP),
+    // the same server reaches the loopback authorization server.
+    let mcp = mcp_naming(
+        vec![loopback_http.clone()],
+        Some("https://mcp.example.com".into()),
+    )
+    .await;
+    let network = Network::new([
+        ("mcp.example.com:443".to_owned(), mcp.addr),
+        (internal.addr.to_string(), internal.addr),
+    ]);
+    let oauth = base(Grant::AuthorizationCode)
+        .host_policy(HostPolicy::allow_all())
+        .allow_http(true)
+        .max_authorizations(1)
+        .build();
+    let transport = HttpTransport::builder("https://mcp.example.com/mcp")
+        .service(network.clone())
+        .authorizer(oauth)
+        .build()
+        .unwrap();
+    let _ = connect_with(transport).await;
+    assert!(
+        internal
+            .seen()
+            .iter()
+            .any(|s| s.path() == "/.well-known/oauth-authorization-server"),
+        "{:?}",
+        network.asked()
+    );
+}
+
+#[tokio::test]
+async fn a_public_authorization_server_cannot_point_its_endpoints_inside() {
+    // The authorization server is public (HTTPS, a public name); its metadata's
+    // registration endpoint is a private address.
+    let auth = Server::start(|seen, _| match seen.path() {
+        "/.well-known/oauth-authorization-server" => json_response(as_metadata(
+            "https://as.example.com",
+            Some("https://10.0.0.7/admin/delete-everything"),
+        )),
+        _ => status(StatusCode::NOT_FOUND),
+    })
+    .await;
+    let mcp = mcp_naming(
+        vec!["https://as.example.com".into()],
+        Some("https://mcp.example.com".into()),
+    )
+    .await;
+    let network = Network::new([
+        ("mcp.example.com:443".to_owned(), mcp.addr),
+        ("as.example.com:443".to_owned(), auth.addr),
+    ]);
+    let transport = HttpTransport::builder("https://mcp.example.com/mcp")
+        .service(network.clone())
+        .authorizer(base(Grant::AuthorizationCode).build())
+        .build()
+        .unwrap();
+    let err = connect_with(transport).await.unwrap_err();
+    assert!(err.is_auth(), "{err:?}");
+    assert!(err.to_string().contains("10.0.0.7"), "{err}");
+    assert!(
+        network.asked().iter().all(|u| !u.contains("10.0.0.7")),
+        "{:?}",
+        network.asked()
+    );
+    // Discovery did reach the public authorization server: the refusal is the policy's.
+    assert!(!auth.seen().is_empty());
 }

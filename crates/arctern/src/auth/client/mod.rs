@@ -21,14 +21,19 @@
 //! What happens when the server answers `401`:
 //!
 //! 1. **Protected resource metadata** (RFC 9728): from the challenge's
-//!    `resource_metadata`, else `/.well-known/oauth-protected-resource/<path>`, else the
-//!    root. Its `resource` must cover the server's URL (same scheme, host and port; a path
+//!    `resource_metadata` (on the server's origin only, unless
+//!    [allowed](OAuthBuilder::cross_origin_resource_metadata)), else
+//!    `/.well-known/oauth-protected-resource/<path>`, else the root. Its `resource` must cover the server's URL (same scheme, host and port; a path
 //!    prefix), or nothing more happens. Servers without it (2025-03-26) get their origin as
 //!    authorization server, and its default endpoints when it publishes no metadata either.
 //! 2. **Authorization server metadata** (RFC 8414, then OpenID Connect, in the order the
 //!    specification gives for issuers with and without a path). The document's `issuer` must
 //!    be exactly the issuer used to find it, and the issuer and its endpoints must be HTTPS
-//!    (plain HTTP only on this machine, unless [allowed](OAuthBuilder::allow_http)).
+//!    (plain HTTP only on this machine for a server on this machine, unless
+//!    [allowed](OAuthBuilder::allow_http)) and pass the [`HostPolicy`]: a server on the
+//!    internet cannot send the client to this machine, a private network or a cloud
+//!    metadata service. A new authorization first asks the step whether it can go on
+//!    ([`AuthorizationStep::ready`]): if not, nothing is fetched or registered.
 //! 3. **Credentials are tied to that issuer**: when a server's metadata names another
 //!    authorization server, the client registers anew and never sends the old client id or
 //!    tokens to it. A [pre-registered](PreRegistered) identity is pinned to its issuer: a
@@ -60,6 +65,7 @@
 
 mod challenge;
 mod discovery;
+mod policy;
 mod step;
 mod store;
 mod token;
@@ -74,6 +80,7 @@ use http::header::AUTHORIZATION;
 use http::{HeaderValue, Request, StatusCode};
 use http_body_util::Full;
 
+pub use policy::HostPolicy;
 pub use step::{AuthorizationResponse, AuthorizationStep, Headless, LoopbackRedirect};
 
 /// The canonical URI of an MCP server (RFC 8707), the key its credentials are kept under:
@@ -320,6 +327,8 @@ struct Config {
     scope: Option<String>,
     dpop: bool,
     allow_http: bool,
+    host_policy: HostPolicy,
+    cross_origin_metadata: bool,
 }
 
 impl fmt::Debug for OAuthBuilder {
@@ -351,6 +360,8 @@ impl Default for OAuthBuilder {
                 scope: None,
                 dpop: true,
                 allow_http: false,
+                host_policy: HostPolicy::default(),
+                cross_origin_metadata: false,
             },
         }
     }
@@ -418,10 +429,29 @@ impl OAuthBuilder {
         self
     }
 
-    /// Whether authorization servers may be reached over plain HTTP on other machines than
-    /// this one (default off: HTTPS, or HTTP to `localhost`, `127.0.0.1` and `::1` only).
+    /// Whether authorization servers may be reached over plain HTTP (default off: HTTPS,
+    /// or plain HTTP on this machine — `localhost`, `127.0.0.0/8`, `::1` — when the MCP
+    /// server is on this machine too). The [host policy](Self::host_policy) still applies.
     pub fn allow_http(mut self, allowed: bool) -> Self {
         self.config.allow_http = allowed;
+        self
+    }
+
+    /// Which hosts a server may send the client to: the authorization server and its
+    /// endpoints, protected resource metadata on another origin (default
+    /// [`HostPolicy::new`]: nothing on this machine, in a private network, link-local or a
+    /// cloud metadata service, unless the MCP server is there too).
+    pub fn host_policy(mut self, policy: HostPolicy) -> Self {
+        self.config.host_policy = policy;
+        self
+    }
+
+    /// Whether the `resource_metadata` URL of a server's challenge may be on another origin
+    /// than the MCP endpoint (default off: such a challenge fails with [`ErrorKind::Auth`]
+    /// and nothing is fetched). When allowed, the URL must be HTTPS (as for authorization
+    /// servers) and pass the [host policy](Self::host_policy).
+    pub fn cross_origin_resource_metadata(mut self, allowed: bool) -> Self {
+        self.config.cross_origin_metadata = allowed;
         self
     }
 
@@ -730,13 +760,25 @@ impl OAuth {
     ) -> Result<()> {
         let limits = &self.shared.config.limits;
         let pre_registered = self.shared.config.pre_registered.as_ref();
-        let found = discovery::resource_metadata(
-            fetcher,
-            endpoint,
-            params.param("resource_metadata"),
-            limits,
-        )
-        .await?;
+        let endpoint_uri: http::Uri = endpoint
+            .parse()
+            .map_err(|e| auth_error(format!("{endpoint:?} is not a valid URL")).with_source(e))?;
+        // A new authorization whose step cannot finish sends nothing at all.
+        if matches!(self.shared.config.grant, Grant::AuthorizationCode) {
+            let can_refresh = matches!(need, Need::Token)
+                && state
+                    .credentials
+                    .as_ref()
+                    .is_some_and(|c| c.refresh_token.is_some());
+            if !can_refresh {
+                self.step()?.ready()?;
+            }
+        }
+        let from_challenge = params.param("resource_metadata");
+        if let Some(url) = from_challenge {
+            self.check_metadata_url(url, &endpoint_uri)?;
+        }
+        let found = discovery::resource_metadata(fetcher, endpoint, from_challenge, limits).await?;
         let (metadata, resource, prm_scopes, resource_takes_dpop) = match found {
             Some((url, prm)) => {
                 let resource = prm.resource.clone().ok_or_else(|| {
@@ -766,7 +808,7 @@ impl OAuth {
                 if let Some(p) = pre_registered {
                     p.check_issuer(issuer, true)?;
                 }
-                self.check_secure(issuer)?;
+                self.check_url(issuer, &endpoint_uri)?;
                 let metadata = discovery::server_metadata(fetcher, issuer, limits)
                     .await?
                     .ok_or_else(|| {
@@ -806,7 +848,7 @@ impl OAuth {
         .into_iter()
         .flatten()
         {
-            self.check_secure(endpoint)?;
+            self.check_url(endpoint, &endpoint_uri)?;
         }
 
         // Credentials of another authorization server are never used with this one.
@@ -903,28 +945,65 @@ impl OAuth {
         self.keep(state, &metadata, tokens).await
     }
 
-    /// Authorization servers are reached over HTTPS only, except on this machine
-    /// (`localhost`, `127.0.0.1`, `::1`) or when plain HTTP is allowed.
-    fn check_secure(&self, url: &str) -> Result<()> {
+    /// Whether a URL a server named may be reached by a client of `endpoint`: HTTPS, or
+    /// plain HTTP on this machine for an MCP server on this machine (or when plain HTTP is
+    /// allowed); then the host policy.
+    fn check_url(&self, url: &str, endpoint: &http::Uri) -> Result<()> {
         let uri: http::Uri = url
             .parse()
             .map_err(|e| auth_error(format!("{url:?} is not a valid URL")).with_source(e))?;
-        let host = uri
-            .host()
-            .unwrap_or("")
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let loopback = host.eq_ignore_ascii_case("localhost")
-            || host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
+        let local = policy::is_loopback(&uri);
         match uri.scheme_str() {
-            Some("https") => Ok(()),
-            Some("http") if loopback || self.shared.config.allow_http => Ok(()),
-            _ => Err(auth_error(format!(
-                "the authorization server endpoint {url} is not HTTPS; it is not used                  (OAuthBuilder::allow_http allows it)"
-            ))),
+            Some("https") => {}
+            Some("http") if self.shared.config.allow_http => {}
+            Some("http") if local && policy::is_loopback(endpoint) => {}
+            Some("http") if local => {
+                return Err(auth_error(format!(
+                    "the authorization server endpoint {} is plain HTTP on this machine, and \
+                     the MCP server is not on this machine: it is not used",
+                    policy::origin(&uri)
+                )));
+            }
+            _ => {
+                return Err(auth_error(format!(
+                    "the authorization server endpoint {} is not HTTPS; it is not used \
+                     (OAuthBuilder::allow_http allows it)",
+                    policy::origin(&uri)
+                )));
+            }
         }
+        self.shared.config.host_policy.check(&uri, endpoint)
+    }
+
+    /// The `resource_metadata` of a challenge: on the MCP endpoint's origin, or (when
+    /// allowed) a URL that passes the rules for authorization servers.
+    fn check_metadata_url(&self, url: &str, endpoint: &http::Uri) -> Result<()> {
+        let uri: http::Uri = url.parse().map_err(|e| {
+            auth_error("the challenge's resource_metadata is not a valid URL").with_source(e)
+        })?;
+        if policy::same_origin(&uri, endpoint) {
+            return Ok(());
+        }
+        if !self.shared.config.cross_origin_metadata {
+            return Err(auth_error(format!(
+                "the server's challenge names protected resource metadata on another origin \
+                 ({}) than the MCP server's ({}); it is not fetched \
+                 (OAuthBuilder::cross_origin_resource_metadata allows it)",
+                policy::origin(&uri),
+                policy::origin(endpoint)
+            )));
+        }
+        self.check_url(url, endpoint)
+    }
+
+    /// The person's step of the authorization code flow.
+    fn step(&self) -> Result<Arc<dyn AuthorizationStep>> {
+        self.shared.config.step.clone().ok_or_else(|| {
+            auth_error(
+                "the server wants authorization, and this client has no authorization step \
+                 (OAuthBuilder::step)",
+            )
+        })
     }
 
     /// Stores new tokens (keeping a refresh token the answer did not replace).
@@ -1067,12 +1146,9 @@ impl OAuth {
         resource: &str,
         scope: Option<&str>,
     ) -> Result<Tokens> {
-        let step = self.shared.config.step.clone().ok_or_else(|| {
-            auth_error(
-                "the server wants authorization, and this client has no authorization step \
-                 (OAuthBuilder::step)",
-            )
-        })?;
+        let step = self.step()?;
+        // Before anything is registered (a refresh may have failed since the first check).
+        step.ready()?;
         let redirect_uri = step.redirect_uri();
         let scope = match &metadata.scopes_supported {
             Some(s) if s.iter().any(|s| s == "offline_access") => {
@@ -1521,40 +1597,73 @@ mod tests {
     use super::*;
 
     #[test]
-    fn authorization_servers_must_be_https_unless_on_this_machine() {
+    fn authorization_servers_must_be_https_unless_both_are_on_this_machine() {
+        let local: http::Uri = "http://127.0.0.1:3000/mcp".parse().unwrap();
+        let remote: http::Uri = "https://mcp.example.com/mcp".parse().unwrap();
         let strict = OAuth::builder().build();
-        assert!(strict.check_secure("https://as.example.com/token").is_ok());
-        assert!(strict.check_secure("http://127.0.0.1:8080/token").is_ok());
-        assert!(strict.check_secure("http://localhost/token").is_ok());
-        assert!(strict.check_secure("http://[::1]:9/token").is_ok());
         assert!(
             strict
-                .check_secure("http://as.example.com/token")
+                .check_url("https://as.example.com/token", &remote)
+                .is_ok()
+        );
+        for url in [
+            "http://127.0.0.1:8080/token",
+            "http://localhost/token",
+            "http://[::1]:9/token",
+        ] {
+            assert!(strict.check_url(url, &local).is_ok(), "{url}");
+            assert!(
+                strict.check_url(url, &remote).unwrap_err().is_auth(),
+                "{url}"
+            );
+        }
+        assert!(
+            strict
+                .check_url("http://as.example.com/token", &remote)
                 .unwrap_err()
                 .is_auth()
         );
-        assert!(strict.check_secure("ftp://as.example.com/").is_err());
+        assert!(strict.check_url("ftp://as.example.com/", &remote).is_err());
         let lax = OAuth::builder().allow_http(true).build();
-        assert!(lax.check_secure("http://as.example.com/token").is_ok());
+        assert!(
+            lax.check_url("http://as.example.com/token", &remote)
+                .is_ok()
+        );
+        // Plain HTTP allowed is not every host allowed.
+        assert!(
+            lax.check_url("http://127.0.0.1:8080/token", &remote)
+                .is_err()
+        );
     }
 
     #[test]
-    fn a_pre_registered_identity_goes_to_its_own_issuer_only() {
-        let pinned = PreRegistered::new("c", "https://as.example.com");
-        assert!(pinned.check_issuer("https://as.example.com", true).is_ok());
-        // The origin of a server without metadata, when it is the pin.
-        assert!(pinned.check_issuer("https://as.example.com", false).is_ok());
-        // Issuers compare as strings: no normalisation.
-        let err = pinned
-            .check_issuer("https://as.example.com/", true)
-            .unwrap_err();
+    fn challenge_metadata_stays_on_the_endpoint_origin_unless_allowed() {
+        let endpoint: http::Uri = "https://mcp.example.com/mcp".parse().unwrap();
+        let strict = OAuth::builder().build();
         assert!(
-            err.is_auth() && err.to_string().contains("not sent"),
-            "{err}"
+            strict
+                .check_metadata_url("https://MCP.example.com:443/.well-known/x", &endpoint)
+                .is_ok()
         );
-        let unpinned = PreRegistered::unpinned("c");
-        assert!(unpinned.check_issuer("https://any.example", true).is_ok());
-        assert!(unpinned.check_issuer("https://any.example", false).is_err());
+        let err = strict
+            .check_metadata_url("https://meta.example.com/prm", &endpoint)
+            .unwrap_err();
+        assert!(err.to_string().contains("another origin"), "{err}");
+        let lax = OAuth::builder()
+            .cross_origin_resource_metadata(true)
+            .build();
+        assert!(
+            lax.check_metadata_url("https://meta.example.com/prm", &endpoint)
+                .is_ok()
+        );
+        assert!(
+            lax.check_metadata_url("http://meta.example.com/prm", &endpoint)
+                .is_err()
+        );
+        assert!(
+            lax.check_metadata_url("https://169.254.169.254/prm", &endpoint)
+                .is_err()
+        );
     }
 
     #[test]
