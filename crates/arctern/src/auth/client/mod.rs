@@ -23,8 +23,9 @@
 //! 1. **Protected resource metadata** (RFC 9728): from the challenge's
 //!    `resource_metadata` (on the server's origin only, unless
 //!    [allowed](OAuthBuilder::cross_origin_resource_metadata)), else
-//!    `/.well-known/oauth-protected-resource/<path>`, else the root. Its `resource` must cover the server's URL (same scheme, host and port; a path
-//!    prefix), or nothing more happens. Servers without it (2025-03-26) get their origin as
+//!    `/.well-known/oauth-protected-resource/<path>`, else the root. Its `resource` must
+//!    cover the server's URL (same scheme, host and port; a path prefix), or nothing more
+//!    happens. Servers without it (2025-03-26) get their origin as
 //!    authorization server, and its default endpoints when it publishes no metadata either.
 //! 2. **Authorization server metadata** (RFC 8414, then OpenID Connect, in the order the
 //!    specification gives for issuers with and without a path). The document's `issuer` must
@@ -1235,7 +1236,8 @@ impl OAuth {
             .is_some_and(|m| m.iter().any(|m| m == "S256"))
         {
             return Err(auth_error(format!(
-                "{} does not advertise PKCE with S256 (code_challenge_methods_supported);                  no authorization is attempted",
+                "{} does not advertise PKCE with S256 (code_challenge_methods_supported); \
+                 no authorization is attempted",
                 metadata.issuer
             ))
             .into());
