@@ -14,8 +14,9 @@
 //! authorization code flow with a headless step (the suite's authorization server
 //! redirects at once; the code is read from `Location`), the suite's Client ID Metadata
 //! Document URL, and what `MCP_CONFORMANCE_CONTEXT` gives — a pre-registered client (with a
-//! secret or a private key), and the grant of the extension scenarios (client credentials,
-//! JWT bearer, enterprise-managed).
+//! secret or a private key) pinned to the authorization server the context names (its
+//! `issuer`, or the audience of the workload's JWT), and the grant of the extension
+//! scenarios (client credentials, JWT bearer, enterprise-managed).
 //!
 //! The wire decides the era: a wire before 2026-07-28 pins the client to the legacy era
 //! (`initialize`, a session, server→client requests answered by the same handlers), so that
@@ -36,6 +37,7 @@ use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::roots::Root;
 use arctern::types::sampling::CreateMessageResult;
 use arctern::types::tools::{CallToolResult, Tool};
+use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use tracing_subscriber::EnvFilter;
 
@@ -142,6 +144,28 @@ fn context_str<'a>(context: &'a Value, key: &str) -> Result<&'a str, Failure> {
         .ok_or_else(|| format!("MCP_CONFORMANCE_CONTEXT has no {key}").into())
 }
 
+/// The authorization server the context names for the pre-registered client: its
+/// `issuer`, else the audience of the workload's JWT (a workload identity token is minted
+/// for one authorization server).
+fn issuer(context: &Value) -> Option<String> {
+    if let Some(issuer) = context.get("issuer").and_then(Value::as_str) {
+        return Some(issuer.to_owned());
+    }
+    let jwt = context.get("valid_jwt").and_then(Value::as_str)?;
+    let payload = jwt.split('.').nth(1)?;
+    let claims: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .ok()?,
+    )
+    .ok()?;
+    match &claims["aud"] {
+        Value::String(aud) => Some(aud.clone()),
+        Value::Array(auds) => auds.first().and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    }
+}
+
 /// OAuth as the scenario describes it: the authorization code flow with a headless step
 /// by default; the grant, and a pre-registered client, from the context.
 fn oauth(scenario: &str, context: &Value) -> Result<OAuth, Failure> {
@@ -150,7 +174,13 @@ fn oauth(scenario: &str, context: &Value) -> Result<OAuth, Failure> {
         .step(Headless::new(REDIRECT_URI))
         .client_metadata_document(CLIENT_METADATA_DOCUMENT);
     if let Some(id) = context.get("client_id").and_then(Value::as_str) {
-        let mut client = PreRegistered::new(id);
+        let mut client = match issuer(context) {
+            Some(issuer) => PreRegistered::new(id, issuer),
+            // The client credentials and enterprise-managed scenarios name no authorization
+            // server, and theirs listens on a port chosen at run time: the suite's MCP
+            // server is trusted to name it.
+            None => PreRegistered::unpinned(id),
+        };
         if let Some(secret) = context.get("client_secret").and_then(Value::as_str) {
             client = client.secret(secret);
         }

@@ -112,19 +112,26 @@ impl AuthorizationStep for BrowserStep {
         self.listener.redirect_uri()
     }
 
+    /// Without a terminal nobody can consent: the client then stops before discovery and
+    /// registration send anything.
+    fn ready(&self) -> arctern::Result<()> {
+        if self.interactive {
+            return Ok(());
+        }
+        Err(auth_error(format!(
+            "{} needs you to sign in, and there is no terminal to ask on: run \
+             `arctern login {}` in a terminal first",
+            self.server, self.server
+        )))
+    }
+
     fn authorize<'a>(
         &'a self,
         _fetcher: &'a Fetcher,
         url: &'a str,
     ) -> BoxFuture<'a, arctern::Result<AuthorizationResponse>> {
         Box::pin(async move {
-            if !self.interactive {
-                return Err(auth_error(format!(
-                    "{} needs you to sign in, and there is no terminal to ask on: run \
-                     `arctern login {}` in a terminal first",
-                    self.server, self.server
-                )));
-            }
+            self.ready()?;
             let parts = url_parts(url);
             if !parts
                 .as_ref()

@@ -21,17 +21,25 @@
 //! What happens when the server answers `401`:
 //!
 //! 1. **Protected resource metadata** (RFC 9728): from the challenge's
-//!    `resource_metadata`, else `/.well-known/oauth-protected-resource/<path>`, else the
-//!    root. Its `resource` must cover the server's URL (same scheme, host and port; a path
-//!    prefix), or nothing more happens. Servers without it (2025-03-26) get their origin as
+//!    `resource_metadata` (on the server's origin only, unless
+//!    [allowed](OAuthBuilder::cross_origin_resource_metadata)), else
+//!    `/.well-known/oauth-protected-resource/<path>`, else the root. Its `resource` must
+//!    cover the server's URL (same scheme, host and port; a path prefix), or nothing more
+//!    happens. Servers without it (2025-03-26) get their origin as
 //!    authorization server, and its default endpoints when it publishes no metadata either.
 //! 2. **Authorization server metadata** (RFC 8414, then OpenID Connect, in the order the
 //!    specification gives for issuers with and without a path). The document's `issuer` must
 //!    be exactly the issuer used to find it, and the issuer and its endpoints must be HTTPS
-//!    (plain HTTP only on this machine, unless [allowed](OAuthBuilder::allow_http)).
+//!    (plain HTTP only on this machine for a server on this machine, unless
+//!    [allowed](OAuthBuilder::allow_http)) and pass the [`HostPolicy`]: a server on the
+//!    internet cannot send the client to this machine, a private network or a cloud
+//!    metadata service. A new authorization first asks the step whether it can go on
+//!    ([`AuthorizationStep::ready`]): if not, nothing is fetched or registered.
 //! 3. **Credentials are tied to that issuer**: when a server's metadata names another
 //!    authorization server, the client registers anew and never sends the old client id or
-//!    tokens to it.
+//!    tokens to it. A [pre-registered](PreRegistered) identity is pinned to its issuer: a
+//!    server that names another one gets an [`ErrorKind::Auth`] error, never the secret,
+//!    key assertion or workload token, whatever the grant.
 //! 4. **A refresh** when a refresh token is at hand (sending `resource` again), else
 //! 5. **the grant** ([`Grant`]): by default the authorization code flow — the client is
 //!    identified in the specification's order (a [pre-registered](OAuthBuilder::pre_registered)
@@ -58,6 +66,7 @@
 
 mod challenge;
 mod discovery;
+mod policy;
 mod step;
 mod store;
 mod token;
@@ -72,6 +81,7 @@ use http::header::AUTHORIZATION;
 use http::{HeaderValue, Request, StatusCode};
 use http_body_util::Full;
 
+pub use policy::HostPolicy;
 pub use step::{AuthorizationResponse, AuthorizationStep, Headless, LoopbackRedirect};
 
 /// The canonical URI of an MCP server (RFC 8707), the key its credentials are kept under:
@@ -117,13 +127,24 @@ pub(crate) fn auth_error(message: impl Into<std::borrow::Cow<'static, str>>) -> 
     Error::new(ErrorKind::Auth, message)
 }
 
-/// A client identity registered with an authorization server out of band.
+/// A client identity registered with an authorization server out of band, and used only
+/// with that server.
+///
+/// Its secret, key and grants are an authorization server's credentials: sent to another
+/// server, they let that server act as the client at the real one. So the identity carries
+/// its issuer, and the MCP server's metadata must name that authorization server (when it
+/// names several, the pinned one is picked); otherwise every grant fails with
+/// [`ErrorKind::Auth`] before anything reaches the named server — no token request, no
+/// client assertion, no workload or identity assertion, no token exchange at the identity
+/// provider. A server without protected resource metadata (2025-03-26) is its own
+/// authorization server, and gets the identity only when the pin is its origin.
 #[derive(Clone)]
 pub struct PreRegistered {
     client_id: String,
     client_secret: Option<String>,
     private_key: Option<SigningKey>,
     auth_method: Option<String>,
+    /// `None` only for [`PreRegistered::unpinned`].
     issuer: Option<String>,
 }
 
@@ -142,14 +163,28 @@ impl fmt::Debug for PreRegistered {
 }
 
 impl PreRegistered {
-    /// A public client (`token_endpoint_auth_method` `none`) with this id.
-    pub fn new(client_id: impl Into<String>) -> Self {
+    /// The client `client_id`, registered with the authorization server whose issuer
+    /// identifier is `issuer` (exactly as in its metadata, e.g. `https://auth.example.com`);
+    /// a public client (`token_endpoint_auth_method` `none`) unless given a secret or a key.
+    pub fn new(client_id: impl Into<String>, issuer: impl Into<String>) -> Self {
         PreRegistered {
             client_id: client_id.into(),
             client_secret: None,
             private_key: None,
             auth_method: None,
+            issuer: Some(issuer.into()),
+        }
+    }
+
+    /// The client `client_id` at whichever authorization server the MCP server's metadata
+    /// names first: the MCP server is trusted with the identity's secret or key. Only for
+    /// MCP servers that are as trusted as the authorization server (test harnesses whose
+    /// authorization server listens on a port chosen at run time); never used with a server
+    /// without protected resource metadata. Prefer [`PreRegistered::new`].
+    pub fn unpinned(client_id: impl Into<String>) -> Self {
+        PreRegistered {
             issuer: None,
+            ..PreRegistered::new(client_id, String::new())
         }
     }
 
@@ -175,11 +210,25 @@ impl PreRegistered {
         self
     }
 
-    /// Only for this authorization server (its issuer identifier); other servers get the
-    /// other ways of identifying the client.
-    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
-        self.issuer = Some(issuer.into());
-        self
+    /// Whether this identity may be used with the authorization server `issuer`, found
+    /// through protected resource metadata (`from_metadata`) or, without it, as the MCP
+    /// server's origin; the error says why not.
+    fn check_issuer(&self, issuer: &str, from_metadata: bool) -> Result<()> {
+        match &self.issuer {
+            Some(pin) if pin == issuer => Ok(()),
+            Some(pin) => Err(auth_error(format!(
+                "the pre-registered client {:?} is registered with {pin}, and the MCP server \
+                 names the authorization server {issuer}: its credentials are not sent there",
+                self.client_id
+            ))),
+            None if from_metadata => Ok(()),
+            None => Err(auth_error(format!(
+                "the MCP server publishes no protected resource metadata, so it would be its own \
+                 authorization server ({issuer}); the unpinned pre-registered client {:?} is not \
+                 sent there (pin it: PreRegistered::new)",
+                self.client_id
+            ))),
+        }
     }
 
     /// The credentials this identity stands for at the authorization server `issuer`.
@@ -279,6 +328,8 @@ struct Config {
     scope: Option<String>,
     dpop: bool,
     allow_http: bool,
+    host_policy: HostPolicy,
+    cross_origin_metadata: bool,
 }
 
 impl fmt::Debug for OAuthBuilder {
@@ -310,6 +361,8 @@ impl Default for OAuthBuilder {
                 scope: None,
                 dpop: true,
                 allow_http: false,
+                host_policy: HostPolicy::default(),
+                cross_origin_metadata: false,
             },
         }
     }
@@ -328,8 +381,9 @@ impl OAuthBuilder {
         self
     }
 
-    /// A client identity registered out of band: used first, before a metadata document or
-    /// dynamic registration.
+    /// A client identity registered out of band with one authorization server: the only
+    /// identity used then (no metadata document, no dynamic registration), and only with
+    /// that server.
     pub fn pre_registered(mut self, client: PreRegistered) -> Self {
         self.config.pre_registered = Some(client);
         self
@@ -376,10 +430,29 @@ impl OAuthBuilder {
         self
     }
 
-    /// Whether authorization servers may be reached over plain HTTP on other machines than
-    /// this one (default off: HTTPS, or HTTP to `localhost`, `127.0.0.1` and `::1` only).
+    /// Whether authorization servers may be reached over plain HTTP (default off: HTTPS,
+    /// or plain HTTP on this machine — `localhost`, `127.0.0.0/8`, `::1` — when the MCP
+    /// server is on this machine too). The [host policy](Self::host_policy) still applies.
     pub fn allow_http(mut self, allowed: bool) -> Self {
         self.config.allow_http = allowed;
+        self
+    }
+
+    /// Which hosts a server may send the client to: the authorization server and its
+    /// endpoints, protected resource metadata on another origin (default
+    /// [`HostPolicy::new`]: nothing on this machine, in a private network, link-local or a
+    /// cloud metadata service, unless the MCP server is there too).
+    pub fn host_policy(mut self, policy: HostPolicy) -> Self {
+        self.config.host_policy = policy;
+        self
+    }
+
+    /// Whether the `resource_metadata` URL of a server's challenge may be on another origin
+    /// than the MCP endpoint (default off: such a challenge fails with [`ErrorKind::Auth`]
+    /// and nothing is fetched). When allowed, the URL must be HTTPS (as for authorization
+    /// servers) and pass the [host policy](Self::host_policy).
+    pub fn cross_origin_resource_metadata(mut self, allowed: bool) -> Self {
+        self.config.cross_origin_metadata = allowed;
         self
     }
 
@@ -508,6 +581,17 @@ impl OAuth {
         }
         let resource = discovery::canonical_resource(endpoint)?;
         state.credentials = self.shared.config.store.load(&resource).await?;
+        // A stored pre-registered identity that is not the configured one (another id, another
+        // issuer) is not used: its secret would go where the configuration no longer says.
+        if let Some(c) = &state.credentials
+            && c.registration == "pre-registered"
+            && !self.shared.config.pre_registered.as_ref().is_some_and(|p| {
+                p.client_id == c.client_id && p.check_issuer(&c.issuer, true).is_ok()
+            })
+        {
+            tracing::debug!("dropped stored credentials of another pre-registered identity");
+            state.credentials = None;
+        }
         state.requested_scope = state.credentials.as_ref().and_then(|c| {
             c.scope
                 .as_deref()
@@ -676,13 +760,26 @@ impl OAuth {
         sent: Option<&HeaderValue>,
     ) -> Result<()> {
         let limits = &self.shared.config.limits;
-        let found = discovery::resource_metadata(
-            fetcher,
-            endpoint,
-            params.param("resource_metadata"),
-            limits,
-        )
-        .await?;
+        let pre_registered = self.shared.config.pre_registered.as_ref();
+        let endpoint_uri: http::Uri = endpoint
+            .parse()
+            .map_err(|e| auth_error(format!("{endpoint:?} is not a valid URL")).with_source(e))?;
+        // A new authorization whose step cannot finish sends nothing at all.
+        if matches!(self.shared.config.grant, Grant::AuthorizationCode) {
+            let can_refresh = matches!(need, Need::Token)
+                && state
+                    .credentials
+                    .as_ref()
+                    .is_some_and(|c| c.refresh_token.is_some());
+            if !can_refresh {
+                self.step()?.ready()?;
+            }
+        }
+        let from_challenge = params.param("resource_metadata");
+        if let Some(url) = from_challenge {
+            self.check_metadata_url(url, &endpoint_uri)?;
+        }
+        let found = discovery::resource_metadata(fetcher, endpoint, from_challenge, limits).await?;
         let (metadata, resource, prm_scopes, resource_takes_dpop) = match found {
             Some((url, prm)) => {
                 let resource = prm.resource.clone().ok_or_else(|| {
@@ -696,12 +793,23 @@ impl OAuth {
                          {endpoint:?}; no authorization is attempted"
                     )));
                 }
-                let issuer = prm.authorization_servers.first().ok_or_else(|| {
-                    auth_error(format!(
-                        "the protected resource metadata at {url} names no authorization server"
-                    ))
-                })?;
-                self.check_secure(issuer)?;
+                // A pinned identity picks its own server among those named.
+                let named = &prm.authorization_servers;
+                let issuer = pre_registered
+                    .and_then(|p| p.issuer.as_ref())
+                    .and_then(|pin| named.iter().find(|s| *s == pin))
+                    .or(named.first())
+                    .ok_or_else(|| {
+                        auth_error(format!(
+                            "the protected resource metadata at {url} names no authorization \
+                             server"
+                        ))
+                    })?;
+                // Before anything reaches the server named: it may be the wrong one.
+                if let Some(p) = pre_registered {
+                    p.check_issuer(issuer, true)?;
+                }
+                self.check_url(issuer, &endpoint_uri)?;
                 let metadata = discovery::server_metadata(fetcher, issuer, limits)
                     .await?
                     .ok_or_else(|| {
@@ -718,6 +826,9 @@ impl OAuth {
             None => {
                 // A 2025-03-26 server: its origin is the authorization server.
                 let (origin, _) = discovery::split(endpoint)?;
+                if let Some(p) = pre_registered {
+                    p.check_issuer(&origin, false)?;
+                }
                 let metadata = discovery::server_metadata(fetcher, &origin, limits)
                     .await?
                     .unwrap_or_else(|| discovery::fallback_metadata(&origin));
@@ -738,7 +849,7 @@ impl OAuth {
         .into_iter()
         .flatten()
         {
-            self.check_secure(endpoint)?;
+            self.check_url(endpoint, &endpoint_uri)?;
         }
 
         // Credentials of another authorization server are never used with this one.
@@ -835,28 +946,65 @@ impl OAuth {
         self.keep(state, &metadata, tokens).await
     }
 
-    /// Authorization servers are reached over HTTPS only, except on this machine
-    /// (`localhost`, `127.0.0.1`, `::1`) or when plain HTTP is allowed.
-    fn check_secure(&self, url: &str) -> Result<()> {
+    /// Whether a URL a server named may be reached by a client of `endpoint`: HTTPS, or
+    /// plain HTTP on this machine for an MCP server on this machine (or when plain HTTP is
+    /// allowed); then the host policy.
+    fn check_url(&self, url: &str, endpoint: &http::Uri) -> Result<()> {
         let uri: http::Uri = url
             .parse()
             .map_err(|e| auth_error(format!("{url:?} is not a valid URL")).with_source(e))?;
-        let host = uri
-            .host()
-            .unwrap_or("")
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let loopback = host.eq_ignore_ascii_case("localhost")
-            || host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
+        let local = policy::is_loopback(&uri);
         match uri.scheme_str() {
-            Some("https") => Ok(()),
-            Some("http") if loopback || self.shared.config.allow_http => Ok(()),
-            _ => Err(auth_error(format!(
-                "the authorization server endpoint {url} is not HTTPS; it is not used                  (OAuthBuilder::allow_http allows it)"
-            ))),
+            Some("https") => {}
+            Some("http") if self.shared.config.allow_http => {}
+            Some("http") if local && policy::is_loopback(endpoint) => {}
+            Some("http") if local => {
+                return Err(auth_error(format!(
+                    "the authorization server endpoint {} is plain HTTP on this machine, and \
+                     the MCP server is not on this machine: it is not used",
+                    policy::origin(&uri)
+                )));
+            }
+            _ => {
+                return Err(auth_error(format!(
+                    "the authorization server endpoint {} is not HTTPS; it is not used \
+                     (OAuthBuilder::allow_http allows it)",
+                    policy::origin(&uri)
+                )));
+            }
         }
+        self.shared.config.host_policy.check(&uri, endpoint)
+    }
+
+    /// The `resource_metadata` of a challenge: on the MCP endpoint's origin, or (when
+    /// allowed) a URL that passes the rules for authorization servers.
+    fn check_metadata_url(&self, url: &str, endpoint: &http::Uri) -> Result<()> {
+        let uri: http::Uri = url.parse().map_err(|e| {
+            auth_error("the challenge's resource_metadata is not a valid URL").with_source(e)
+        })?;
+        if policy::same_origin(&uri, endpoint) {
+            return Ok(());
+        }
+        if !self.shared.config.cross_origin_metadata {
+            return Err(auth_error(format!(
+                "the server's challenge names protected resource metadata on another origin \
+                 ({}) than the MCP server's ({}); it is not fetched \
+                 (OAuthBuilder::cross_origin_resource_metadata allows it)",
+                policy::origin(&uri),
+                policy::origin(endpoint)
+            )));
+        }
+        self.check_url(url, endpoint)
+    }
+
+    /// The person's step of the authorization code flow.
+    fn step(&self) -> Result<Arc<dyn AuthorizationStep>> {
+        self.shared.config.step.clone().ok_or_else(|| {
+            auth_error(
+                "the server wants authorization, and this client has no authorization step \
+                 (OAuthBuilder::step)",
+            )
+        })
     }
 
     /// Stores new tokens (keeping a refresh token the answer did not replace).
@@ -931,9 +1079,9 @@ impl OAuth {
         scope: Option<&str>,
     ) -> Result<Credentials> {
         let config = &self.shared.config;
-        if let Some(p) = &config.pre_registered
-            && p.issuer.as_ref().is_none_or(|i| *i == metadata.issuer)
-        {
+        if let Some(p) = &config.pre_registered {
+            // Never another way of identifying the client: a mismatch is an error.
+            p.check_issuer(&metadata.issuer, true)?;
             return Ok(p.credentials(&metadata.issuer));
         }
         if let Some(c) = &state.credentials
@@ -999,12 +1147,9 @@ impl OAuth {
         resource: &str,
         scope: Option<&str>,
     ) -> Result<Tokens> {
-        let step = self.shared.config.step.clone().ok_or_else(|| {
-            auth_error(
-                "the server wants authorization, and this client has no authorization step \
-                 (OAuthBuilder::step)",
-            )
-        })?;
+        let step = self.step()?;
+        // Before anything is registered (a refresh may have failed since the first check).
+        step.ready()?;
         let redirect_uri = step.redirect_uri();
         let scope = match &metadata.scopes_supported {
             Some(s) if s.iter().any(|s| s == "offline_access") => {
@@ -1091,7 +1236,8 @@ impl OAuth {
             .is_some_and(|m| m.iter().any(|m| m == "S256"))
         {
             return Err(auth_error(format!(
-                "{} does not advertise PKCE with S256 (code_challenge_methods_supported);                  no authorization is attempted",
+                "{} does not advertise PKCE with S256 (code_challenge_methods_supported); \
+                 no authorization is attempted",
                 metadata.issuer
             ))
             .into());
@@ -1190,6 +1336,7 @@ impl OAuth {
         let p = self.shared.config.pre_registered.as_ref().ok_or_else(|| {
             auth_error("this grant needs a pre-registered client (OAuthBuilder::pre_registered)")
         })?;
+        p.check_issuer(&metadata.issuer, true)?;
         let client = p.credentials(&metadata.issuer);
         state.credentials = Some(client.clone());
         self.token_request(
@@ -1221,7 +1368,12 @@ impl OAuth {
             .config
             .pre_registered
             .as_ref()
-            .filter(|p| p.client_id == client.client_id)
+            // The key signs for its own registration only, never for a namesake elsewhere.
+            .filter(|p| {
+                p.client_id == client.client_id
+                    && client.registration == "pre-registered"
+                    && p.check_issuer(&client.issuer, true).is_ok()
+            })
             .and_then(|p| p.private_key.as_ref());
         let mut attempt = 0;
         loop {
@@ -1447,21 +1599,73 @@ mod tests {
     use super::*;
 
     #[test]
-    fn authorization_servers_must_be_https_unless_on_this_machine() {
+    fn authorization_servers_must_be_https_unless_both_are_on_this_machine() {
+        let local: http::Uri = "http://127.0.0.1:3000/mcp".parse().unwrap();
+        let remote: http::Uri = "https://mcp.example.com/mcp".parse().unwrap();
         let strict = OAuth::builder().build();
-        assert!(strict.check_secure("https://as.example.com/token").is_ok());
-        assert!(strict.check_secure("http://127.0.0.1:8080/token").is_ok());
-        assert!(strict.check_secure("http://localhost/token").is_ok());
-        assert!(strict.check_secure("http://[::1]:9/token").is_ok());
         assert!(
             strict
-                .check_secure("http://as.example.com/token")
+                .check_url("https://as.example.com/token", &remote)
+                .is_ok()
+        );
+        for url in [
+            "http://127.0.0.1:8080/token",
+            "http://localhost/token",
+            "http://[::1]:9/token",
+        ] {
+            assert!(strict.check_url(url, &local).is_ok(), "{url}");
+            assert!(
+                strict.check_url(url, &remote).unwrap_err().is_auth(),
+                "{url}"
+            );
+        }
+        assert!(
+            strict
+                .check_url("http://as.example.com/token", &remote)
                 .unwrap_err()
                 .is_auth()
         );
-        assert!(strict.check_secure("ftp://as.example.com/").is_err());
+        assert!(strict.check_url("ftp://as.example.com/", &remote).is_err());
         let lax = OAuth::builder().allow_http(true).build();
-        assert!(lax.check_secure("http://as.example.com/token").is_ok());
+        assert!(
+            lax.check_url("http://as.example.com/token", &remote)
+                .is_ok()
+        );
+        // Plain HTTP allowed is not every host allowed.
+        assert!(
+            lax.check_url("http://127.0.0.1:8080/token", &remote)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn challenge_metadata_stays_on_the_endpoint_origin_unless_allowed() {
+        let endpoint: http::Uri = "https://mcp.example.com/mcp".parse().unwrap();
+        let strict = OAuth::builder().build();
+        assert!(
+            strict
+                .check_metadata_url("https://MCP.example.com:443/.well-known/x", &endpoint)
+                .is_ok()
+        );
+        let err = strict
+            .check_metadata_url("https://meta.example.com/prm", &endpoint)
+            .unwrap_err();
+        assert!(err.to_string().contains("another origin"), "{err}");
+        let lax = OAuth::builder()
+            .cross_origin_resource_metadata(true)
+            .build();
+        assert!(
+            lax.check_metadata_url("https://meta.example.com/prm", &endpoint)
+                .is_ok()
+        );
+        assert!(
+            lax.check_metadata_url("http://meta.example.com/prm", &endpoint)
+                .is_err()
+        );
+        assert!(
+            lax.check_metadata_url("https://169.254.169.254/prm", &endpoint)
+                .is_err()
+        );
     }
 
     #[test]

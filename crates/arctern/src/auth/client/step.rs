@@ -80,6 +80,14 @@ pub trait AuthorizationStep: Send + Sync + 'static {
     /// The redirect URI to register and to send in the authorization request.
     fn redirect_uri(&self) -> String;
 
+    /// Whether the step can take the person through an authorization now (a terminal or a
+    /// window to ask in, a browser to open); the error says why not. Asked before a new
+    /// authorization begins — before discovery, registration or anything else is sent — so
+    /// that a step that could not finish causes no requests. By default it can.
+    fn ready(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Has `url` visited, and returns what the authorization server redirected back with.
     /// `fetcher` reaches the network the way the transport does.
     fn authorize<'a>(
