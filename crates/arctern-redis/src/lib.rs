@@ -47,7 +47,7 @@ mod tasks;
 use std::time::Duration;
 
 pub use changes::{BusStats, DEFAULT_CHANNEL, RedisChangeBus};
-pub use one_time::RedisOneTimeStore;
+pub use one_time::{DEFAULT_REDIS_CALLER_SHARE, RedisOneTimeStore};
 /// The Redis client this crate is built on, for an application's own data.
 pub use redis;
 pub use tasks::{DEFAULT_REDIS_TASK_CAPACITY, DEFAULT_RETENTION, RedisTaskStore};

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use arctern::server::budget::{Budget, Caller, Scope};
 use arctern::server::connection::{Reply, RequestOrigin, TransportKind};
 use arctern::server::mrtr::{Ask, Claim, Interrupt, OneTimeStore, Questions};
 use arctern::server::{McpHandler, McpServer, Server};
@@ -20,6 +21,10 @@ const HANG: Duration = Duration::from_secs(30);
 
 fn id(n: u8) -> FlowId {
     FlowId::from_bytes([n; 16])
+}
+
+fn me() -> Caller {
+    Caller::new(None, Some("127.0.0.1".parse().unwrap()))
 }
 
 fn config(redis: &RedisServer) -> RedisConfig {
@@ -38,37 +43,107 @@ async fn claims_are_shared_between_connections_and_expire_with_the_window() {
     let later = SystemTime::now() + Duration::from_secs(60);
 
     // A round running on A makes the same flow busy on B; other flows are independent.
-    assert_eq!(a.claim(id(1), later).await.unwrap(), Claim::Granted);
-    assert_eq!(b.claim(id(1), later).await.unwrap(), Claim::Busy);
-    assert_eq!(b.claim(id(2), later).await.unwrap(), Claim::Granted);
+    assert_eq!(a.claim(id(1), later, &me()).await.unwrap(), Claim::Granted);
+    assert_eq!(b.claim(id(1), later, &me()).await.unwrap(), Claim::Busy);
+    assert_eq!(b.claim(id(2), later, &me()).await.unwrap(), Claim::Granted);
     // Asking more releases the claim: the next round may run anywhere.
-    a.finish(id(1), false, later).await.unwrap();
-    assert_eq!(b.claim(id(1), later).await.unwrap(), Claim::Granted);
+    a.finish(id(1), false, later, &me()).await.unwrap();
+    assert_eq!(b.claim(id(1), later, &me()).await.unwrap(), Claim::Granted);
     // Completion on B is seen by A; a late release never undoes it.
-    b.finish(id(1), true, later).await.unwrap();
-    assert_eq!(a.claim(id(1), later).await.unwrap(), Claim::Completed);
-    a.finish(id(1), false, later).await.unwrap();
-    assert_eq!(a.claim(id(1), later).await.unwrap(), Claim::Completed);
+    b.finish(id(1), true, later, &me()).await.unwrap();
+    assert_eq!(
+        a.claim(id(1), later, &me()).await.unwrap(),
+        Claim::Completed
+    );
+    a.finish(id(1), false, later, &me()).await.unwrap();
+    assert_eq!(
+        a.claim(id(1), later, &me()).await.unwrap(),
+        Claim::Completed
+    );
 
     // Redis forgets a flow when its window ends.
     let soon = SystemTime::now() + Duration::from_millis(150);
-    assert_eq!(a.claim(id(3), soon).await.unwrap(), Claim::Granted);
-    a.finish(id(3), true, soon).await.unwrap();
-    assert_eq!(b.claim(id(3), later).await.unwrap(), Claim::Completed);
+    assert_eq!(a.claim(id(3), soon, &me()).await.unwrap(), Claim::Granted);
+    a.finish(id(3), true, soon, &me()).await.unwrap();
+    assert_eq!(
+        b.claim(id(3), later, &me()).await.unwrap(),
+        Claim::Completed
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match b.claim(id(3), later).await.unwrap() {
+        match b.claim(id(3), later, &me()).await.unwrap() {
             Claim::Granted => break,
             Claim::Completed => {
                 assert!(Instant::now() < deadline, "the key expires");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            Claim::Busy => panic!("a completed flow never turns busy"),
+            other => panic!("a completed flow never turns {other:?}"),
         }
     }
     // A window already over still stores something Redis accepts (at least 1 ms).
     let past = SystemTime::now() - Duration::from_secs(1);
-    assert_eq!(a.claim(id(4), past).await.unwrap(), Claim::Granted);
+    assert_eq!(a.claim(id(4), past, &me()).await.unwrap(), Claim::Granted);
+}
+
+#[tokio::test]
+async fn a_callers_share_holds_across_the_fleet_and_frees_as_its_flows_expire() {
+    let Some(binary) = redis_server() else { return };
+    let redis = RedisServer::start(&binary);
+    let a = RedisOneTimeStore::connect(config(&redis))
+        .await
+        .unwrap()
+        .caller_share(3);
+    let b = RedisOneTimeStore::connect(config(&redis))
+        .await
+        .unwrap()
+        .caller_share(3);
+    let flooder = Caller::new(None, Some("127.0.0.1".parse().unwrap()));
+    let other = Caller::new(None, Some("127.0.0.2".parse().unwrap()));
+    assert_eq!(
+        a.held_key(&flooder),
+        "arctern-test:held:peer:127.0.0.1".to_owned()
+    );
+    let soon = SystemTime::now() + Duration::from_millis(300);
+    let later = SystemTime::now() + Duration::from_secs(60);
+
+    // Three flows of one caller, on two instances, fill its share on both.
+    for (store, n) in [(&a, 10), (&b, 11), (&a, 12)] {
+        assert_eq!(
+            store.claim(id(n), soon, &flooder).await.unwrap(),
+            Claim::Granted
+        );
+        store.finish(id(n), true, soon, &flooder).await.unwrap();
+    }
+    for store in [&a, &b] {
+        let Claim::OverBudget(refusal) = store.claim(id(13), later, &flooder).await.unwrap() else {
+            panic!("the fourth flow was not refused");
+        };
+        assert_eq!(refusal.budget(), Budget::OneTimeFlows);
+        assert_eq!(refusal.scope(), Scope::Caller);
+        assert!(refusal.retry_after() <= Duration::from_secs(1), "{refusal}");
+    }
+    // Flows it holds still answer; another caller is served.
+    assert_eq!(
+        b.claim(id(10), later, &flooder).await.unwrap(),
+        Claim::Completed
+    );
+    assert_eq!(
+        b.claim(id(20), later, &other).await.unwrap(),
+        Claim::Granted
+    );
+
+    // Its flows expire, and with them its count.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match a.claim(id(13), later, &flooder).await.unwrap() {
+            Claim::Granted => break,
+            Claim::OverBudget(_) => {
+                assert!(Instant::now() < deadline, "the share frees");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
 }
 
 /// A two-round transfer whose completions are counted, sealing with `keys`.

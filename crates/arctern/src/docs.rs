@@ -5,6 +5,7 @@
 //! | [`mrtr`] | multi round-trip requests: questions, answers, rounds, both eras |
 //! | [`tasks`] | long-running tools as tasks (the tasks extension) |
 //! | [`request_state`] | what sealed request state protects, and how |
+//! | [`budgets`] | every bounded budget, its default, who shares it, what happens when it is reached |
 //! | [`authorization`] | OAuth 2.1 for servers and clients |
 //! | [`fleet`] | many instances behind a load balancer: keys, rotation, notifications |
 //! | [`observability`] | OpenTelemetry traces and metrics |
@@ -22,6 +23,10 @@ pub mod tasks {
 
 pub mod request_state {
     #![doc = include_str!("../docs/request-state.md")]
+}
+
+pub mod budgets {
+    #![doc = include_str!("../docs/budgets.md")]
 }
 
 #[cfg(all(feature = "auth", feature = "http"))]

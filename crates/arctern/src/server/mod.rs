@@ -34,6 +34,7 @@ mod scope;
 mod subscriptions;
 mod wire;
 
+pub mod budget;
 pub mod connection;
 pub mod extract;
 pub mod middleware;

@@ -662,6 +662,18 @@ impl StateSealer {
         token: &str,
         binding: &StateBinding,
     ) -> Result<StatePayload, StateRejection> {
+        self.open_remaining(token, binding)
+            .map(|(payload, _)| payload)
+    }
+
+    /// [`open`](Self::open), also returning how long the token has left to live (by this
+    /// sealer's clock, rounded up to the second): what the one-time store must remember
+    /// its flow for.
+    pub(crate) fn open_remaining(
+        &self,
+        token: &str,
+        binding: &StateBinding,
+    ) -> Result<(StatePayload, Duration), StateRejection> {
         self.open_inner(token, binding).map_err(|reason| {
             log_rejection(&binding.method, reason.as_str(), &reason);
             StateRejection::new(reason)
@@ -672,7 +684,7 @@ impl StateSealer {
         &self,
         token: &str,
         binding: &StateBinding,
-    ) -> Result<StatePayload, RejectReason> {
+    ) -> Result<(StatePayload, Duration), RejectReason> {
         if token.len() > self.max_token_len {
             return Err(RejectReason::TooLarge);
         }
@@ -722,7 +734,10 @@ impl StateSealer {
             }
             _ => return Err(RejectReason::WrongPrincipal),
         }
-        payload::decode(claims.payload).ok_or(RejectReason::MalformedClaims)
+        let remaining = Duration::from_secs(claims.expiry - now);
+        payload::decode(claims.payload)
+            .map(|payload| (payload, remaining))
+            .ok_or(RejectReason::MalformedClaims)
     }
 }
 

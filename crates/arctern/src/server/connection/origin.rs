@@ -46,6 +46,9 @@ pub struct RequestOrigin {
     pub(crate) transport: TransportKind,
     pub(crate) headers: Option<WireHeaders>,
     pub(crate) extensions: http::Extensions,
+    /// The peer's address, when the transport knows it (whose per-caller shares an
+    /// anonymous request counts against).
+    pub(crate) peer: Option<std::net::IpAddr>,
 }
 
 impl RequestOrigin {
@@ -55,6 +58,7 @@ impl RequestOrigin {
             transport,
             headers: None,
             extensions: http::Extensions::new(),
+            peer: None,
         }
     }
 
@@ -64,7 +68,15 @@ impl RequestOrigin {
             transport: TransportKind::Http,
             headers: Some(headers),
             extensions,
+            peer: None,
         }
+    }
+
+    /// Records the peer's address (the HTTP server does; a request without one is counted
+    /// by the [`PeerAddr`](crate::transport::http::PeerAddr) extension, if any).
+    pub(crate) fn with_peer(mut self, peer: Option<std::net::IpAddr>) -> Self {
+        self.peer = peer;
+        self
     }
 
     /// Attaches extensions (for example a [`Principal`](crate::server::Principal)).

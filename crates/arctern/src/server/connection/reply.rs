@@ -32,8 +32,8 @@ pub enum Reply {
 }
 
 /// What kind of message a [`Reply::Message`] is. Only the HTTP transport cares: it answers
-/// `Response` with 200, `Invalid` with 400, `UnknownMethod` with 404 and
-/// `InsufficientScope` with 403.
+/// `Response` with 200, `Invalid` with 400, `UnknownMethod` with 404,
+/// `InsufficientScope` with 403 and `OverBudget` with 429.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum MessageKind {
@@ -48,6 +48,9 @@ pub enum MessageKind {
     /// The call was refused because the caller's token lacks scopes it needs (the error
     /// is an [`InsufficientScope`](crate::server::InsufficientScope)).
     InsufficientScope,
+    /// The call was refused because its caller is over a budget (the error is an
+    /// [`OverBudget`](crate::server::budget::OverBudget)); HTTP adds `Retry-After`.
+    OverBudget,
 }
 
 impl Reply {

@@ -43,6 +43,9 @@ pub(crate) struct Carried {
     /// The trace context of the flow's first round: carried from the state, or set by the
     /// telemetry while the first round runs.
     pub(crate) trace: Option<FlowTrace>,
+    /// How long the presented token had left to live when it was opened (a sealed later
+    /// round only).
+    pub(crate) token_left: Option<std::time::Duration>,
 }
 
 /// How the state of a multi round-trip call travels between rounds.
@@ -86,6 +89,7 @@ impl Boundary<'_> {
         params: &mut dyn MrtrParams,
         previous: Option<NextRound>,
     ) -> Result<(Round, Carried), StateRejection> {
+        let mut token_left = None;
         let payload = match self {
             Boundary::Open => return Ok((Round::default(), Carried::default())),
             Boundary::Legacy => {
@@ -106,7 +110,9 @@ impl Boundary<'_> {
                         tracing::error!("a request state arrived before its binding was set");
                         return Err(StateRejection::new(RejectReason::WrongPrincipal));
                     };
-                    sealer.open(&token, binding).map(Some)?
+                    let (payload, left) = sealer.open_remaining(&token, binding)?;
+                    token_left = Some(left);
+                    Some(payload)
                 }
                 None => None,
             },
@@ -156,6 +162,7 @@ impl Boundary<'_> {
             pins: pins.clone(),
             number: round,
             trace,
+            token_left,
         };
         Ok((Round::verified(round, pins, flow), carried))
     }

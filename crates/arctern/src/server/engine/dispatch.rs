@@ -3,7 +3,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use arctern_types::capabilities::ClientCapabilities;
 use arctern_types::discover::DiscoverResult;
@@ -29,6 +29,7 @@ use super::observe::{Observation, target_kind};
 use super::{Method, Server};
 use crate::Era;
 use crate::Outcome;
+use crate::server::budget::{Caller, OverBudget};
 use crate::server::config::CacheHint;
 use crate::server::connection::{BoxedResponse, MessageKind, Reply, RequestOrigin, respond_lazily};
 use crate::server::context::{ContextInner, NotificationSink, Principal, RequestContext};
@@ -462,7 +463,10 @@ impl<H: Handler> Server<H> {
             }
             _ => {
                 let client = client_capabilities(&seed.meta);
-                let claim = match self.claim_flow(&boundary, &round).await {
+                let claimed = self
+                    .claim_flow(&boundary, &round, &carried, &seed.origin)
+                    .await;
+                let claim = match claimed {
                     Ok(claim) => claim,
                     Err(refused) => {
                         if let Refused::Invalid(_) = refused {
@@ -503,11 +507,14 @@ impl<H: Handler> Server<H> {
 
     /// Claims the flow of a later round with the one-time store, when the server has one:
     /// a flow that completed, or has a round running, is refused with the fixed
-    /// request-state error; a store that fails refuses the round (closed).
+    /// request-state error; a caller over its share of the store gets the over-budget
+    /// error; a store that fails refuses the round (closed).
     async fn claim_flow(
         &self,
         boundary: &Boundary<'_>,
         round: &Round,
+        carried: &Carried,
+        origin: &RequestOrigin,
     ) -> Result<Option<FlowClaim>, Refused> {
         let (Boundary::Sealed(sealer, _), Some(store)) = (boundary, &self.inner.config.one_time)
         else {
@@ -516,14 +523,26 @@ impl<H: Handler> Server<H> {
         let Some(flow) = round.flow().filter(|_| round.number() > 0) else {
             return Ok(None);
         };
-        // Past this, no token of the flow opens: the store may forget it.
-        let expires = SystemTime::now() + sealer.ttl() + sealer.clock_skew();
-        match store.claim(flow.id, expires).await {
+        // The store keeps the flow while any of its tokens opens on any instance: the
+        // presented token's remaining life, plus the skew other instances' clocks may have.
+        let now = SystemTime::now();
+        let left = carried.token_left.unwrap_or_else(|| sealer.ttl());
+        let expires = now + left + sealer.clock_skew();
+        let caller = Caller::of(self.principal_of(&origin.extensions).as_deref(), origin);
+        match store.claim(flow.id, expires, &caller).await {
             Ok(Claim::Granted) => Ok(Some(FlowClaim {
                 store: store.clone(),
                 flow: flow.id,
                 expires,
+                // A next round's token, if this round asks more: sealed after now, so it
+                // lives at most this long from now (the sealer counts whole seconds).
+                next_left: sealer.ttl() + sealer.clock_skew() + Duration::from_secs(1),
+                caller,
             })),
+            Ok(Claim::OverBudget(refusal)) => {
+                refusal.log(&caller);
+                Err(Refused::Error(refusal.to_error()))
+            }
             Ok(refused) => {
                 tracing::debug!(flow = %flow.id, ?refused, "refused a round of a flow that completed or is running");
                 Err(Refused::Invalid(
@@ -621,11 +640,15 @@ impl<H: Handler> Server<H> {
     /// The context of a request (the one request context builder, for both eras).
     fn context(&self, seed: Seed, round: Round) -> RequestContext {
         let tasks = match (&self.inner.tasks, seed.method, seed.era) {
-            (Some(runtime), Method::ToolsCall, Era::Modern) => Some(TaskAccess {
-                runtime: runtime.clone(),
-                principal: self.principal_of(&seed.origin.extensions),
-                declared: declares_extension(&seed.meta),
-            }),
+            (Some(runtime), Method::ToolsCall, Era::Modern) => {
+                let principal = self.principal_of(&seed.origin.extensions);
+                Some(TaskAccess {
+                    runtime: runtime.clone(),
+                    caller: Caller::of(principal.as_deref(), &seed.origin),
+                    principal,
+                    declared: declares_extension(&seed.meta),
+                })
+            }
             _ => None,
         };
         let Seed {
@@ -663,6 +686,7 @@ impl<H: Handler> Server<H> {
             transport: seed.origin.transport,
             headers: None,
             extensions: seed.origin.extensions.clone(),
+            peer: seed.origin.peer,
         };
         self.context(
             Seed {
@@ -944,6 +968,10 @@ impl<H: Handler> Server<H> {
                 MessageKind::InsufficientScope,
             );
         }
+        // So is a budget refusal: HTTP answers it with 429 and `Retry-After`.
+        if OverBudget::from_error(&error).is_some() {
+            return (encode_error(Some(id), &error), MessageKind::OverBudget);
+        }
         match era {
             Served::Modern => {
                 let kind = if error.code.is_modern_envelope_error() {
@@ -1108,14 +1136,27 @@ fn encode_legacy(id: &RequestId, response: Response) -> Bytes {
 struct FlowClaim {
     store: Arc<dyn OneTimeStore>,
     flow: FlowId,
+    /// When the presented token stops opening (skew included).
     expires: SystemTime,
+    /// How long a next round's token may open from when it is sealed (skew included).
+    next_left: Duration,
+    caller: Caller,
 }
 
 impl FlowClaim {
     /// Ends the claim: the flow completed, or asks more. A store failure here cannot undo
     /// the round (its answer is ready); it is logged.
     async fn finish(self, completed: bool) {
-        if let Err(e) = self.store.finish(self.flow, completed, self.expires).await {
+        let expires = if completed {
+            self.expires
+        } else {
+            SystemTime::now() + self.next_left
+        };
+        let finished = self
+            .store
+            .finish(self.flow, completed, expires, &self.caller)
+            .await;
+        if let Err(e) = finished {
             tracing::error!(error = %e, flow = %self.flow, completed, "the one-time store failed to end a claim");
         }
     }

@@ -286,9 +286,11 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         let seat = match (support, ctx.inner.tasks.as_ref()) {
             (Some(_), Some(access)) if access.declared => Some(TaskSeat {
                 runtime: access.runtime.clone(),
-                live: access
-                    .runtime
-                    .prepare(access.principal.clone(), params.name.clone())?,
+                live: access.runtime.prepare(
+                    access.principal.clone(),
+                    access.caller.clone(),
+                    params.name.clone(),
+                )?,
             }),
             (Some(TaskSupport::Required), _) => return Err(tasks::missing_extension()),
             _ => None,

@@ -81,8 +81,8 @@ pub use ask::{Ask, Choice, DEFAULT_SAMPLE_MAX_TOKENS};
 use ask::{check, with_reason};
 pub(crate) use ask::{check as check_answer, with_reason as question_with_reason};
 pub use one_time::{
-    Claim, DEFAULT_ONE_TIME_CAPACITY, MemoryOneTimeStore, OneTimeStore, OneTimeStoreError,
-    StoreFuture,
+    Claim, DEFAULT_ONE_TIME_CAPACITY, DEFAULT_ONE_TIME_MEMORY, DEFAULT_ONE_TIME_SHARE_DIVISOR,
+    MemoryOneTimeStore, ONE_TIME_BYTES_PER_FLOW, OneTimeStore, OneTimeStoreError, StoreFuture,
 };
 use questions::Step;
 pub use questions::{

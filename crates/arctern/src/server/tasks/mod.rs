@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use arctern_types::elicitation::ElicitAction;
 use arctern_types::mrtr::InputResponse;
+use arctern_types::tasks::TaskStatus;
 use tokio::sync::broadcast;
 
 use crate::server::context::RequestContext;
@@ -50,6 +51,15 @@ pub const DEFAULT_MAX_RUNNING: usize = 256;
 pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(10);
 /// How many task ids one `subscriptions/listen` stream may follow unless told otherwise.
 pub const DEFAULT_LISTEN_TASK_IDS: usize = 100;
+/// How many tasks of one caller may run at once unless told otherwise (a quarter of
+/// [`DEFAULT_MAX_RUNNING`]).
+pub const DEFAULT_MAX_RUNNING_PER_CALLER: usize = DEFAULT_MAX_RUNNING / 4;
+/// How many tasks of one caller this process keeps stored unless told otherwise (a quarter
+/// of [`DEFAULT_TASK_CAPACITY`]).
+pub const DEFAULT_MAX_STORED_PER_CALLER: usize = DEFAULT_TASK_CAPACITY / 4;
+/// How long a task may wait for an answer to one question unless told otherwise (two
+/// minutes); then it is cancelled and frees its slot.
+pub const DEFAULT_INPUT_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Whether a tool runs as a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,8 +85,22 @@ pub struct TaskConfig {
     pub ttl: Option<Duration>,
     /// The polling interval suggested to clients.
     pub poll_interval: Duration,
-    /// How many tasks may run at once in this process; more are refused with `-32603`.
+    /// How many tasks may run at once in this process; more are refused with the
+    /// [`OverBudget`](crate::server::budget::OverBudget) error (`runningTasks`, scope
+    /// `server`).
     pub max_running: usize,
+    /// How many tasks of one [`Caller`](crate::server::budget::Caller) may run at once in
+    /// this process; more are refused with the over-budget error (`runningTasks`, scope
+    /// `caller`) while other callers' tasks still start.
+    pub max_running_per_caller: usize,
+    /// How many tasks of one caller this process keeps in the store at once (counted from
+    /// creation until the task's TTL ends; not enforced without a TTL); more are refused
+    /// with the over-budget error (`storedTasks`, scope `caller`).
+    pub max_stored_per_caller: usize,
+    /// How long a task may wait for the answer to a question (`None`: until its TTL). Past
+    /// it the task is cancelled and its running slot freed, so work parked on a question
+    /// costs its owner, not the server.
+    pub input_deadline: Option<Duration>,
     /// How long cancelled work may take to stop on its own before it is dropped.
     pub cancel_grace: Duration,
     /// How many task ids one `subscriptions/listen` stream may follow
@@ -90,6 +114,9 @@ impl fmt::Debug for TaskConfig {
             .field("ttl", &self.ttl)
             .field("poll_interval", &self.poll_interval)
             .field("max_running", &self.max_running)
+            .field("max_running_per_caller", &self.max_running_per_caller)
+            .field("max_stored_per_caller", &self.max_stored_per_caller)
+            .field("input_deadline", &self.input_deadline)
             .field("cancel_grace", &self.cancel_grace)
             .field("listen_task_ids", &self.listen_task_ids)
             .finish_non_exhaustive()
@@ -103,6 +130,9 @@ impl Default for TaskConfig {
             ttl: Some(DEFAULT_TASK_TTL),
             poll_interval: DEFAULT_POLL_INTERVAL,
             max_running: DEFAULT_MAX_RUNNING,
+            max_running_per_caller: DEFAULT_MAX_RUNNING_PER_CALLER,
+            max_stored_per_caller: DEFAULT_MAX_STORED_PER_CALLER,
+            input_deadline: Some(DEFAULT_INPUT_DEADLINE),
             cancel_grace: DEFAULT_CANCEL_GRACE,
             listen_task_ids: DEFAULT_LISTEN_TASK_IDS,
         }
@@ -131,6 +161,24 @@ impl TaskConfig {
     /// Sets how many tasks may run at once.
     pub fn max_running(mut self, max: usize) -> Self {
         self.max_running = max;
+        self
+    }
+
+    /// Sets how many tasks of one caller may run at once.
+    pub fn max_running_per_caller(mut self, max: usize) -> Self {
+        self.max_running_per_caller = max;
+        self
+    }
+
+    /// Sets how many tasks of one caller this process keeps stored at once.
+    pub fn max_stored_per_caller(mut self, max: usize) -> Self {
+        self.max_stored_per_caller = max;
+        self
+    }
+
+    /// Sets how long a task may wait for an answer before it is cancelled.
+    pub fn input_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.input_deadline = deadline;
         self
     }
 
@@ -417,9 +465,26 @@ impl TaskHandle {
                 live: live.clone(),
                 key: Some(wire_key),
             };
+            let deadline = async {
+                match live.input_deadline {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
             let answer = tokio::select! {
                 answer = rx => answer.ok(),
                 () = live.cancel.cancelled() => None,
+                () = deadline => {
+                    // Parked past its deadline: the task ends and its slot frees.
+                    tracing::debug!(task = %live.id, "cancelled a task that waited too long for an answer");
+                    live.set_terminal(
+                        TaskStatus::Cancelled,
+                        "Cancelled: no answer came within the input deadline",
+                    )
+                    .await;
+                    live.cancel.cancel();
+                    None
+                }
             };
             pending.key = None;
             let Some(answer) = answer else {
@@ -472,6 +537,8 @@ pub(crate) struct TaskAccess {
     pub(crate) runtime: Arc<TaskRuntime>,
     /// Who makes the request (tasks are bound to it).
     pub(crate) principal: Option<String>,
+    /// Whose shares a task of the request counts against.
+    pub(crate) caller: crate::server::budget::Caller,
     /// Whether the request declared the extension (only then may it get a task).
     pub(crate) declared: bool,
 }

@@ -1,9 +1,10 @@
 //! The tasks of one server: creating them, running their work in the background, and
 //! answering `tasks/get`, `tasks/update` and `tasks/cancel`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use arctern_types::ErrorObject;
 use arctern_types::meta::JsonObject;
@@ -17,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::store::{TaskInbox, TaskRecord, TaskSignal, TaskStore, TaskStoreError};
 use super::{TaskConfig, TaskStatusBroadcast};
 use crate::Outcome;
+use crate::server::budget::{Budget, Caller, OverBudget, Scope};
 use crate::server::handler::HandlerResult;
 use crate::server::mcp::BoxFuture;
 
@@ -39,8 +41,19 @@ pub(crate) struct TaskRuntime {
     config: TaskConfig,
     /// Tasks whose work runs in this process.
     live: Mutex<HashMap<String, Arc<LiveTask>>>,
+    /// What each caller holds of the running and stored tasks.
+    shares: Mutex<Shares>,
     shutdown: CancellationToken,
     updates: TaskStatusBroadcast,
+}
+
+/// The tasks each caller holds in this process.
+#[derive(Default)]
+struct Shares {
+    /// Tasks running, by caller.
+    running: HashMap<Caller, usize>,
+    /// When each stored task's TTL ends, oldest first, by caller.
+    stored: HashMap<Caller, VecDeque<Instant>>,
 }
 
 impl TaskRuntime {
@@ -49,6 +62,7 @@ impl TaskRuntime {
         let runtime = Arc::new(TaskRuntime {
             config,
             live: Mutex::new(HashMap::new()),
+            shares: Mutex::new(Shares::default()),
             shutdown,
             updates: TaskStatusBroadcast::new(),
         });
@@ -95,11 +109,82 @@ impl TaskRuntime {
         self.live().get(id).cloned()
     }
 
+    fn shares(&self) -> std::sync::MutexGuard<'_, Shares> {
+        self.shares.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// When a refused caller may try again: a parked task is cancelled by the input
+    /// deadline, any task ends by its TTL.
+    fn retry_hint(&self) -> Duration {
+        self.config
+            .input_deadline
+            .into_iter()
+            .chain(self.config.ttl)
+            .min()
+            .unwrap_or(Duration::from_secs(60))
+    }
+
+    /// Takes a running slot (and, with a TTL, a stored one) for a task of `caller`, or
+    /// the refusal of the budget it is over.
+    fn reserve(&self, caller: &Caller) -> Result<(), OverBudget> {
+        let running = self.live().len();
+        if running >= self.config.max_running {
+            return Err(OverBudget::new(
+                Budget::RunningTasks,
+                Scope::Server,
+                self.retry_hint(),
+            ));
+        }
+        let mut shares = self.shares();
+        if shares.running.get(caller).copied().unwrap_or(0) >= self.config.max_running_per_caller {
+            return Err(OverBudget::new(
+                Budget::RunningTasks,
+                Scope::Caller,
+                self.retry_hint(),
+            ));
+        }
+        if let Some(ttl) = self.config.ttl {
+            let now = Instant::now();
+            let stored = shares.stored.entry(caller.clone()).or_default();
+            while stored.front().is_some_and(|end| *end <= now) {
+                stored.pop_front();
+            }
+            if stored.len() >= self.config.max_stored_per_caller {
+                let retry = stored
+                    .front()
+                    .map_or(ttl, |end| end.saturating_duration_since(now));
+                return Err(OverBudget::new(Budget::StoredTasks, Scope::Caller, retry));
+            }
+            stored.push_back(now + ttl);
+        }
+        *shares.running.entry(caller.clone()).or_default() += 1;
+        Ok(())
+    }
+
+    /// Gives back the slots of a task of `caller`: its running one when its work ends,
+    /// and its stored one too if it never got stored.
+    fn release(&self, caller: &Caller, stored: bool) {
+        let mut shares = self.shares();
+        if let Some(n) = shares.running.get_mut(caller) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                shares.running.remove(caller);
+            }
+        }
+        if !stored && let Some(ends) = shares.stored.get_mut(caller) {
+            ends.pop_back();
+        }
+        if shares.stored.get(caller).is_some_and(VecDeque::is_empty) {
+            shares.stored.remove(caller);
+        }
+    }
+
     /// A task about to run `tool` for `principal`: it has its id, and is stored only if
     /// [`launch`](Self::launch) makes it a task.
     pub(crate) fn prepare(
         &self,
         principal: Option<String>,
+        caller: Caller,
         tool: String,
     ) -> Result<Arc<LiveTask>, ErrorObject> {
         let id = crate::server::legacy::random_hex(16)
@@ -119,6 +204,8 @@ impl TaskRuntime {
             used_keys: Mutex::new(HashSet::new()),
             cancel: self.shutdown.child_token(),
             updates: self.updates.clone(),
+            caller,
+            input_deadline: self.config.input_deadline,
         }))
     }
 
@@ -134,14 +221,9 @@ impl TaskRuntime {
         if let Some(answer) = (&mut body).now_or_never() {
             return answer;
         }
-        if self.live().len() >= self.config.max_running {
-            tracing::warn!(
-                max = self.config.max_running,
-                "refused a task: too many tasks running"
-            );
-            return Err(ErrorObject::internal_error(
-                "The server is running as many tasks as it may; try again later",
-            ));
+        if let Err(refusal) = self.reserve(&live.caller) {
+            refusal.log(&live.caller);
+            return Err(refusal.to_error());
         }
         let created = {
             let record = live.record.lock().await;
@@ -154,11 +236,17 @@ impl TaskRuntime {
         let task = match created {
             Ok(task) => task,
             Err(TaskStoreError::Full) => {
-                return Err(ErrorObject::internal_error(
-                    "The server holds as many tasks as it may; try again later",
-                ));
+                self.release(&live.caller, false);
+                let refusal = OverBudget::new(
+                    Budget::StoredTasks,
+                    Scope::Server,
+                    self.config.ttl.unwrap_or(Duration::from_secs(60)),
+                );
+                refusal.log(&live.caller);
+                return Err(refusal.to_error());
             }
             Err(e) => {
+                self.release(&live.caller, false);
                 tracing::error!(error = %e, "the task store failed to create a task");
                 return Err(ErrorObject::internal_error(
                     "The server could not create the task",
@@ -201,6 +289,7 @@ impl TaskRuntime {
                     .await;
             }
             this.live().remove(&live.id);
+            this.release(&live.caller, true);
         });
         Ok(Outcome::Task(CreateTaskResult::new(task)))
     }
@@ -358,6 +447,10 @@ pub(crate) struct LiveTask {
     used_keys: Mutex<HashSet<String>>,
     pub(crate) cancel: CancellationToken,
     updates: TaskStatusBroadcast,
+    /// Whose shares the task counts against.
+    caller: Caller,
+    /// How long the task may wait for one answer.
+    pub(crate) input_deadline: Option<Duration>,
 }
 
 impl LiveTask {

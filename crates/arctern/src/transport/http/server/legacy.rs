@@ -630,9 +630,10 @@ pub(crate) async fn serve_message(
         };
         match reply {
             Reply::Message { body, kind } => {
-                // A legacy session answers 200 for everything but a scope refusal (403).
+                // A legacy session answers 200 for everything but a scope refusal (403)
+                // and a budget refusal (429).
                 let kind = match kind {
-                    MessageKind::InsufficientScope => kind,
+                    MessageKind::InsufficientScope | MessageKind::OverBudget => kind,
                     _ => MessageKind::Response,
                 };
                 let _ = tx.send(Answer::Message(body, kind));

@@ -276,7 +276,8 @@ impl<H: Handler> StreamableHttpService<H> {
                 let Some(_place) = this.inner.in_flight.try_take(this.inner.max_in_flight) else {
                     return this.busy();
                 };
-                let origin = RequestOrigin::http(headers, extensions);
+                let origin =
+                    RequestOrigin::http(headers, extensions).with_peer(peer.map(|p| p.ip()));
                 if !matches!(route, Route::Modern) {
                     // Boxed: the legacy path's future is several kilobytes, and inline it
                     // would make every modern request's future (moved to the heap above) as
@@ -512,6 +513,14 @@ impl<H: Handler> StreamableHttpService<H> {
                         response.extensions_mut().insert(refusal);
                     }
                     response
+                } else if kind == MessageKind::OverBudget {
+                    let retry = crate::server::budget::OverBudget::from_response_body(&body)
+                        .map_or(1, |refusal| refusal.retry_after().as_secs());
+                    let mut response = json(status, body);
+                    response
+                        .headers_mut()
+                        .insert(RETRY_AFTER, HeaderValue::from(retry));
+                    response
                 } else {
                     json(status, body)
                 }
@@ -559,6 +568,7 @@ fn status_of(kind: MessageKind) -> StatusCode {
         MessageKind::Invalid => StatusCode::BAD_REQUEST,
         MessageKind::UnknownMethod => StatusCode::NOT_FOUND,
         MessageKind::InsufficientScope => StatusCode::FORBIDDEN,
+        MessageKind::OverBudget => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::OK,
     }
 }
