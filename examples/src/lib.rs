@@ -1,6 +1,7 @@
 //! Helpers shared by the examples (argument parsing, logging, serving until Ctrl-C), and the
 //! pieces of the examples that their tests use too: three middleware
-//! ([`middleware`]) and a Unix-socket transport ([`unix_socket`]).
+//! ([`middleware`]), three client middleware ([`client_layers`]) and a Unix-socket
+//! transport ([`unix_socket`]).
 //!
 //! This unpublished crate also holds the doc tests of every README: the crates.io pages must
 //! not read outside their packages, so the code they show is compiled from here (`cargo test
@@ -9,6 +10,7 @@
 use arctern::server::{Handler, Server};
 use arctern::transport::http::HttpServer;
 
+pub mod client_layers;
 pub mod middleware;
 #[cfg(unix)]
 pub mod unix_socket;

@@ -65,6 +65,9 @@ struct Inner {
     kind: ErrorKind,
     message: Cow<'static, str>,
     protocol: Option<crate::ErrorObject>,
+    /// The status of the HTTP answer that carried no JSON-RPC message, if that is what
+    /// failed.
+    http_status: Option<u16>,
     source: Option<BoxError>,
 }
 
@@ -76,6 +79,7 @@ impl Error {
                 kind,
                 message: message.into(),
                 protocol: None,
+                http_status: None,
                 source: None,
             }),
         }
@@ -85,6 +89,28 @@ impl Error {
     pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
         self.inner.source = Some(source.into());
         self
+    }
+
+    /// Records the status of an HTTP answer that carried no JSON-RPC message (what a
+    /// transport over HTTP sets on the error it returns for such an answer).
+    pub fn with_http_status(mut self, status: u16) -> Self {
+        self.inner.http_status = Some(status);
+        self
+    }
+
+    /// The status of the HTTP answer this error came from, when that answer was an error
+    /// status without a JSON-RPC message (on this error or on an [`Error`] it wraps); `None`
+    /// on other transports and for other failures. A client tells a server that does not
+    /// speak the modern protocol (a `4xx` without a modern error body), or a legacy session
+    /// the server forgot (`404`), by it.
+    pub fn http_status(&self) -> Option<u16> {
+        let mut error = self;
+        loop {
+            if let Some(status) = error.inner.http_status {
+                return Some(status);
+            }
+            error = error.inner.source.as_deref()?.downcast_ref::<Error>()?;
+        }
     }
 
     /// An error carrying the JSON-RPC error object the peer answered with.
@@ -152,6 +178,9 @@ impl fmt::Debug for Error {
             .field("message", &self.inner.message);
         if let Some(p) = &self.inner.protocol {
             d.field("protocol", p);
+        }
+        if let Some(status) = self.inner.http_status {
+            d.field("http_status", &status);
         }
         if let Some(s) = &self.inner.source {
             d.field("source", s);

@@ -17,10 +17,11 @@ use futures::FutureExt;
 use super::cache::Cache;
 use super::handler::{ClientHandler, Handlers, Input};
 use super::legacy::{Hub, InFlight};
+use super::middleware::Middleware;
 use super::negotiate::Negotiated;
 use super::notify::{LogFn, Observer, ProgressFn};
-use super::transport::Transport;
 use super::{Client, Inner, ToolIndex};
+use crate::transport::Transport;
 use crate::{Era, Error, ErrorKind, Result};
 
 /// How many `input_required` results a call accepts before it fails, unless configured.
@@ -81,6 +82,8 @@ pub struct ClientBuilder {
     cache: Option<usize>,
     pub(crate) limits: Limits,
     tasks: bool,
+    /// The application's middleware, in the order added.
+    layers: Vec<Arc<dyn Middleware>>,
     #[cfg(feature = "otel")]
     telemetry: Option<crate::otel::ClientTelemetry>,
 }
@@ -121,6 +124,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("legacy_versions", &self.legacy_versions)
             .field("era", &self.era)
             .field("discover", &self.discover)
+            .field("layers", &self.layers.len())
             .finish_non_exhaustive()
     }
 }
@@ -151,6 +155,7 @@ impl ClientBuilder {
             cache: None,
             limits: Limits::default(),
             tasks: true,
+            layers: Vec::new(),
             #[cfg(feature = "otel")]
             telemetry: Some(crate::otel::ClientTelemetry::global()),
         }
@@ -394,6 +399,31 @@ impl ClientBuilder {
         self
     }
 
+    /// Adds a [middleware](super::middleware) around every request the client sends.
+    ///
+    /// As with tower's `ServiceBuilder` and axum's `Router::layer`, the layer added
+    /// **last** runs first: it sees the request first and the result last. Every layer runs
+    /// outside the client's own machinery (the era, the version retry, the mirrored
+    /// headers, telemetry), so it sees each request once, however that machinery sends it.
+    ///
+    /// ```
+    /// use arctern::client::Client;
+    /// use arctern::client::middleware::{Next, Request, from_fn};
+    ///
+    /// let builder = Client::builder().layer(from_fn(|mut request: Request, next: Next| async move {
+    ///     request.headers_mut().insert(
+    ///         http::header::AUTHORIZATION,
+    ///         http::HeaderValue::from_static("Bearer example-token"),
+    ///     );
+    ///     next.run(request).await
+    /// }));
+    /// # let _ = builder;
+    /// ```
+    pub fn layer(mut self, middleware: impl Middleware) -> Self {
+        self.layers.push(Arc::new(middleware));
+        self
+    }
+
     /// Turns the cache on with room for `entries` responses.
     pub fn cache_capacity(mut self, entries: usize) -> Self {
         self.cache = Some(entries);
@@ -456,6 +486,15 @@ impl ClientBuilder {
             .cloned()
             .unwrap_or(ProtocolVersion::LATEST);
         let era_pin = self.era;
+        // Tower's order: the layer added last is the outermost.
+        let mut layers: Vec<Arc<dyn Middleware>> = self.layers.into_iter().rev().collect();
+        layers.extend(super::pipeline::own_layers(
+            transport.mirrors_headers(),
+            !self.legacy_versions.is_empty(),
+            #[cfg(feature = "otel")]
+            self.telemetry.clone(),
+        ));
+        let layers: Arc<[Arc<dyn Middleware>]> = layers.into();
         let inner = Arc::new_cyclic(|weak: &std::sync::Weak<Inner>| {
             let weak = weak.clone();
             // Requests of a legacy server that arrive outside a call's stream (stdio).
@@ -467,6 +506,7 @@ impl ClientBuilder {
             Inner {
                 mirrors: transport.mirrors_headers(),
                 transport,
+                layers,
                 handlers: self.handlers,
                 capabilities,
                 capabilities_raw,

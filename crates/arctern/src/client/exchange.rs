@@ -1,17 +1,17 @@
-//! Sending one request: encoding (envelope, mirrored headers), the round trip with the
-//! answers a legacy server asks for on the way, and the retries on `-32022`, `-32020` and a
-//! forgotten session.
+//! Sending one request: the request the pipeline carries (see `pipeline`), its encoding
+//! (envelope, mirrored headers) and the round trip, with the answers a legacy server asks
+//! for on the way.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use arctern_types::ErrorObject;
 use arctern_types::base::Cacheable;
 use arctern_types::implementation::Implementation;
 use arctern_types::jsonrpc::{JsonRpcMessage, RequestId};
-use arctern_types::meta::{JsonObject, Meta, SERVER_INFO_KEY};
+use arctern_types::meta::{Meta, SERVER_INFO_KEY};
 use arctern_types::methods;
-use arctern_types::{ErrorCode, ErrorObject};
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -24,10 +24,12 @@ use super::error::{InputRequiredError, InputRequiredReason};
 use super::handler::InputOrigin;
 use super::headers;
 use super::legacy;
-use super::negotiate::{self, Negotiated};
+use super::middleware::{Next, Parts, Request};
+use super::negotiate::Negotiated;
 use super::notify::{self, Observer};
-use super::transport::OutgoingMessage;
+use super::pipeline::Via;
 use super::wire::{self, Envelope};
+use crate::transport::OutgoingMessage;
 use crate::{Era, Error, ErrorKind, Result};
 
 /// One request to send.
@@ -36,12 +38,9 @@ pub(super) struct Req<'a, P> {
     pub(super) params: &'a P,
     /// The value `Mcp-Name` mirrors.
     pub(super) name: Option<&'a str>,
-    /// The tool call whose arguments `Mcp-Param-*` mirror.
-    pub(super) tool: Option<(&'a str, Option<&'a JsonObject>)>,
     pub(super) observer: &'a Observer,
     pub(super) timeout: Option<Duration>,
     /// The round of a multi round-trip request, in the automatic loop (for its span).
-    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub(super) round: Option<u32>,
     /// Whether a legacy session the server forgot may be opened again for this request
     /// (never for the requests `initialize` itself sends).
@@ -76,100 +75,85 @@ server_meta!(
 impl Client {
     // ---------------------------------------------------------------- requests
 
-    pub(super) fn next_id(&self) -> i64 {
+    pub(crate) fn next_id(&self) -> i64 {
         self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Sends one request and returns its raw result. Retries once with another version on
-    /// `-32022`, and once after re-listing tools on `-32020` for `tools/call`.
+    /// The request the pipeline carries for `req`, with `headers` added.
+    pub(super) fn request_of<P: Serialize>(
+        &self,
+        req: &Req<'_, P>,
+        headers: http::HeaderMap,
+    ) -> Result<Request> {
+        Ok(Request {
+            method: req.method,
+            name: req.name.map(Arc::from),
+            params: Arc::from(wire::params_raw(req.params)?),
+            headers,
+            parts: Arc::new(Parts {
+                client: self.clone(),
+                observer: req.observer.clone(),
+                timeout: req.timeout,
+                round: req.round,
+                renew: req.renew,
+            }),
+            trace: wire::TraceFields::default(),
+            id: None,
+        })
+    }
+
+    /// Sends one request through the pipeline — from its outermost layer, or `via` the
+    /// layers below one that sends a request of its own — and returns its raw result.
     pub(super) async fn exchange<P: Serialize + Sync>(
         &self,
         req: Req<'_, P>,
+        via: Option<&Via>,
     ) -> Result<Box<RawValue>> {
-        let mut version_retried = false;
-        let mut headers_retried = false;
-        let mut session_renewed = false;
-        loop {
-            let negotiated = self.negotiated();
-            let obs = self.observe_request(&req, &negotiated);
-            let (id, body, headers) = self.encode(&req, &negotiated, &obs.inject()).await?;
-            obs.id(id);
-            let answered = self.round_trip(id, req.method, body, headers, &req).await;
-            obs.finish(&answered, methods::is_mrtr_method(req.method));
-            match answered {
-                Err(e) if negotiated.era == Era::Legacy => {
-                    if session_renewed && session_gone(&e) {
-                        return Err(Error::new(
-                            ErrorKind::Transport,
-                            format!(
-                                "the server forgot the legacy session again right after it was \
-                                 opened anew; {} given up",
-                                req.method
-                            ),
-                        )
-                        .with_source(e));
-                    }
-                    if req.renew && !session_renewed && session_gone(&e) {
-                        // The server forgot the session: open a new one and retry once.
-                        session_renewed = true;
-                        tracing::debug!("the legacy session expired; initializing again");
-                        self.initialize_boxed().await?;
-                        continue;
-                    }
-                    return Err(e);
-                }
-                Err(e) => {
-                    let code = e.protocol_error().map(|o| o.code);
-                    if code == Some(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) && !version_retried {
-                        version_retried = true;
-                        let obj = e.protocol_error().cloned().unwrap_or_else(|| {
-                            ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "")
-                        });
-                        let version =
-                            negotiate::on_unsupported_version(&obj, &self.inner.versions)?;
-                        tracing::debug!(%version, "retrying with another protocol version");
-                        self.set_negotiated(negotiated.at(version));
-                        continue;
-                    }
-                    if code == Some(ErrorCode::HEADER_MISMATCH)
-                        && req.tool.is_some()
-                        && self.inner.mirrors
-                        && !headers_retried
-                    {
-                        headers_retried = true;
-                        tracing::debug!("header mismatch: re-listing tools and retrying once");
-                        self.refresh_tools_boxed().await?;
-                        continue;
-                    }
-                    return Err(e);
-                }
-                ok => return ok,
-            }
-        }
+        let headers = via.map(|v| v.headers.clone()).unwrap_or_default();
+        let request = self.request_of(&req, headers)?;
+        let next = match via {
+            Some(via) => via.next.clone(),
+            None => Next::new(self.inner.layers.clone()),
+        };
+        next.run(request).await
     }
 
-    pub(super) async fn encode<P: Serialize + Sync>(
+    /// The body of `request` as sent with `id` in the negotiated era, and its headers: the
+    /// ones the layers added, and those that mirror the body.
+    pub(super) fn encode(
         &self,
-        req: &Req<'_, P>,
+        request: &Request,
+        id: i64,
         negotiated: &Negotiated,
-        trace: &wire::TraceFields,
-    ) -> Result<(i64, Bytes, http::HeaderMap)> {
-        let id = self.next_id();
+        mut headers: http::HeaderMap,
+    ) -> Result<(Bytes, http::HeaderMap)> {
+        let observer = &request.parts.observer;
         if negotiated.era == Era::Legacy {
-            let token = req.observer.wants_progress().then_some(id);
-            let body = wire::encode_legacy_request(id, req.method, req.params, token, trace)?;
-            return Ok((id, body, self.legacy_headers(negotiated)));
+            let token = observer.wants_progress().then_some(id);
+            let body = wire::encode_legacy_request_raw(
+                id,
+                request.method,
+                &request.params,
+                token,
+                &request.trace,
+            )?;
+            if self.inner.mirrors {
+                headers.insert(
+                    headers::MCP_PROTOCOL_VERSION,
+                    negotiated.version_header.clone(),
+                );
+            }
+            return Ok((body, headers));
         }
         let meta = Envelope {
             version: negotiated.version.as_str(),
             capabilities: &self.inner.capabilities_raw,
             info: self.inner.info_raw.as_deref(),
-            log_level: req.observer.log_level(),
-            progress_token: req.observer.wants_progress().then_some(id),
-            trace,
+            log_level: observer.log_level(),
+            progress_token: observer.wants_progress().then_some(id),
+            trace: &request.trace,
         };
-        let body = wire::encode_request(id, req.method, req.params, meta)?;
-        let mut headers = http::HeaderMap::new();
+        let body = wire::encode_request_raw(id, request.method, &request.params, meta)?;
         if self.inner.mirrors {
             headers.insert(
                 headers::MCP_PROTOCOL_VERSION,
@@ -177,33 +161,34 @@ impl Client {
             );
             headers.insert(
                 headers::MCP_METHOD,
-                http::HeaderValue::from_static(req.method),
+                http::HeaderValue::from_static(request.method),
             );
-            if let Some(name) = req.name {
+            if let Some(name) = &request.name {
                 headers.insert(headers::MCP_NAME, headers::name_header_value(name));
             }
-            if let Some((tool, arguments)) = req.tool
-                && let Some(plan) = self.header_plan_boxed(tool).await?
-            {
-                plan.apply(arguments, &mut headers);
-            }
         }
-        Ok((id, body, headers))
+        Ok((body, headers))
     }
 
-    pub(super) async fn round_trip<P>(
+    /// Sends one encoded request and reads its answer's stream. `legacy`: answer the
+    /// questions a legacy server asks on the way.
+    pub(super) async fn round_trip(
         &self,
         id: i64,
-        method: &'static str,
         body: Bytes,
         headers: http::HeaderMap,
-        req: &Req<'_, P>,
+        request: &Request,
+        legacy: bool,
     ) -> Result<Box<RawValue>> {
+        let method = request.method;
+        let observer = &request.parts.observer;
         let request_id = RequestId::Number(id);
         let mut message = OutgoingMessage::new(Some(request_id.clone()), method, body);
         message.headers = headers;
-        let legacy = self.negotiated().era == Era::Legacy;
-        let origin = Arc::new(InputOrigin::new(method, req.name.unwrap_or_default()));
+        let origin = Arc::new(InputOrigin::new(
+            method,
+            request.name.as_deref().unwrap_or_default(),
+        ));
         let _in_flight = (legacy && methods::is_mrtr_method(method))
             .then(|| self.inner.in_flight.enter(id, origin.clone()));
         let idle = self.inner.limits.idle_response_timeout;
@@ -245,7 +230,7 @@ impl Client {
                     {
                         // Only the request's own token: another one is not this call's.
                         if notify::progress_token_is(&note, id) {
-                            req.observer.dispatch(&note);
+                            observer.dispatch(&note);
                         } else {
                             tracing::debug!(
                                 "dropped progress for a token that is not this request's"
@@ -256,7 +241,7 @@ impl Client {
                         if legacy && !is_request_scoped(&note.method) {
                             self.inner.hub.dispatch(note);
                         } else {
-                            req.observer.dispatch(&note);
+                            observer.dispatch(&note);
                         }
                     }
                     JsonRpcMessage::Response(r) if r.id == request_id => {
@@ -303,7 +288,7 @@ impl Client {
             (legacy && self.inner.mirrors).then(|| self.clone()),
             request_id.clone(),
         );
-        let outcome = match req.timeout.or(self.inner.request_timeout) {
+        let outcome = match request.parts.timeout.or(self.inner.request_timeout) {
             None => work.await,
             Some(limit) => match tokio::time::timeout(limit, work).await {
                 Ok(outcome) => outcome,
@@ -326,29 +311,33 @@ impl Client {
         params: &P,
         observer: &Observer,
     ) -> Result<(T, Box<RawValue>)> {
-        self.request_with(method, params, observer, true).await
+        self.request_with(method, params, observer, true, None)
+            .await
     }
 
     /// [`request`](Self::request); `renew` says whether a forgotten legacy session may be
-    /// opened again for it.
+    /// opened again for it, `via` sends it through the layers below one.
     pub(super) async fn request_with<P: Serialize + Sync, T: DeserializeOwned>(
         &self,
         method: &'static str,
         params: &P,
         observer: &Observer,
         renew: bool,
+        via: Option<&Via>,
     ) -> Result<(T, Box<RawValue>)> {
         let raw = self
-            .exchange(Req {
-                method,
-                params,
-                name: None,
-                tool: None,
-                observer,
-                timeout: None,
-                round: None,
-                renew,
-            })
+            .exchange(
+                Req {
+                    method,
+                    params,
+                    name: None,
+                    observer,
+                    timeout: None,
+                    round: None,
+                    renew,
+                },
+                via,
+            )
             .await?;
         match wire::result_kind(&raw)? {
             wire::Kind::Complete => {}
@@ -399,15 +388,17 @@ impl Client {
         key: &str,
         params: &P,
     ) -> Result<T> {
-        Ok(self.cacheable_sized(method, key, params).await?.0)
+        Ok(self.cacheable_sized(method, key, params, None).await?.0)
     }
 
-    /// [`cacheable`](Self::cacheable), with the size of the result's JSON.
+    /// [`cacheable`](Self::cacheable), with the size of the result's JSON, sent `via` the
+    /// layers below one when given.
     pub(super) async fn cacheable_sized<P: Serialize + Sync, T: DeserializeOwned + Cacheable>(
         &self,
         method: &'static str,
         key: &str,
         params: &P,
+        via: Option<&Via>,
     ) -> Result<(T, usize)> {
         if let Some(cache) = &self.inner.cache
             && let Some(raw) = cache.get(method, key)
@@ -415,8 +406,9 @@ impl Client {
         {
             return Ok((value, raw.get().len()));
         }
-        let (value, raw): (T, Box<RawValue>) =
-            self.request(method, params, &Observer::default()).await?;
+        let (value, raw): (T, Box<RawValue>) = self
+            .request_with(method, params, &Observer::default(), true, via)
+            .await?;
         let size = raw.get().len();
         if let Some(cache) = &self.inner.cache {
             cache.put(method, key, Arc::from(raw), value.effective_ttl_ms());
@@ -425,102 +417,7 @@ impl Client {
     }
 }
 
-#[cfg(feature = "otel")]
-use crate::otel::ClientObservation;
-
-#[cfg(not(feature = "otel"))]
-use off::ClientObservation;
-
-#[cfg(not(feature = "otel"))]
-mod off {
-    use serde_json::value::RawValue;
-
-    use crate::client::wire::TraceFields;
-
-    /// Without the `otel` feature: observes nothing.
-    pub(crate) struct ClientObservation;
-
-    #[allow(clippy::unused_self)]
-    impl ClientObservation {
-        #[inline]
-        pub(crate) fn inject(&self) -> TraceFields {
-            TraceFields::default()
-        }
-        #[inline]
-        pub(crate) fn id(&self, _: i64) {}
-        #[inline]
-        pub(crate) fn finish(self, _: &crate::Result<Box<RawValue>>, _: bool) {}
-    }
-}
-
-impl Client {
-    /// Begins observing one request (its `CLIENT` span).
-    #[cfg_attr(not(feature = "otel"), allow(unused_variables, clippy::unused_self))]
-    fn observe_request<P>(&self, req: &Req<'_, P>, negotiated: &Negotiated) -> ClientObservation {
-        #[cfg(feature = "otel")]
-        {
-            ClientObservation::start(
-                self.inner.telemetry.as_ref(),
-                req.method,
-                req.name,
-                req.round,
-                negotiated.version.as_str(),
-            )
-        }
-        #[cfg(not(feature = "otel"))]
-        {
-            ClientObservation
-        }
-    }
-}
-
-/// A raw result's `resultType`, as the span attribute names it.
-#[cfg(feature = "otel")]
-pub(crate) fn result_type_of(raw: &RawValue) -> &'static str {
-    match wire::result_kind(raw) {
-        Ok(wire::Kind::InputRequired) => "input_required",
-        Ok(wire::Kind::Complete) => "complete",
-        Ok(wire::Kind::Task) => "task",
-        Ok(wire::Kind::Unknown(_)) | Err(_) => "unknown",
-    }
-}
-
-/// Whether a raw result is a tool's error (`isError: true`).
-#[cfg(feature = "otel")]
-pub(crate) fn is_tool_error_result(raw: &RawValue) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(rename = "isError", default)]
-        is_error: Option<bool>,
-    }
-    serde_json::from_str::<Probe>(raw.get()).is_ok_and(|p| p.is_error == Some(true))
-}
-
 /// Whether a notification belongs to the request whose stream it arrived on.
 fn is_request_scoped(method: &str) -> bool {
     method == methods::NOTIFICATIONS_PROGRESS || method == methods::NOTIFICATIONS_MESSAGE
-}
-
-/// Whether `error` says the server no longer knows the legacy session (HTTP 404).
-fn session_gone(error: &Error) -> bool {
-    http_status(error) == Some(404)
-}
-
-/// The status of the HTTP answer `error` came from, when it was an error status that
-/// carried no JSON-RPC message.
-pub(super) fn http_status(error: &Error) -> Option<u16> {
-    #[cfg(feature = "http")]
-    {
-        let mut source = std::error::Error::source(error);
-        while let Some(s) = source {
-            if let Some(status) =
-                s.downcast_ref::<crate::transport::http::client::HttpStatusError>()
-            {
-                return Some(status.status.as_u16());
-            }
-            source = s.source();
-        }
-    }
-    let _ = error;
-    None
 }

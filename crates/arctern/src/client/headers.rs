@@ -16,14 +16,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 
 pub use arctern_types::headers::X_MCP_HEADER;
 
-/// `MCP-Protocol-Version` (lower-case, as `http` spells header names).
-pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-/// `Mcp-Method`.
-pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
-/// `Mcp-Name`.
-pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-/// The prefix of mirrored argument headers, `Mcp-Param-`, lower-case.
-pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
+pub use crate::transport::headers::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX, MCP_PROTOCOL_VERSION};
 
 /// Encodes a header value: as-is when it is plain visible ASCII without surrounding
 /// whitespace and does not look like the sentinel, else `=?base64?…?=`.

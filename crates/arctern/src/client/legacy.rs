@@ -40,8 +40,9 @@ use super::error::VersionError;
 use super::handler::InputOrigin;
 use super::negotiate::Negotiated;
 use super::notify::{ChangeHook, Observer, Subscription};
-use super::transport::{MessageStream, OutgoingMessage};
+use super::pipeline::Via;
 use super::{Client, Inner, Req, headers, wire};
+use crate::transport::{MessageStream, OutgoingMessage};
 use crate::{Era, Error, ErrorKind, Result};
 
 /// Notifications buffered per legacy subscription before further ones are dropped.
@@ -298,8 +299,9 @@ impl Client {
 
     /// Opens a legacy session: `initialize` with the preferred legacy version, then
     /// `notifications/initialized`, the `GET` stream (HTTP) and `logging/setLevel` when
-    /// the client has a log callback and the server logs.
-    pub(crate) async fn initialize(&self) -> Result<InitializeResult> {
+    /// the client has a log callback and the server logs. `via`: the layers below the one
+    /// that renews a session, and the headers of the request that found it gone.
+    pub(crate) async fn initialize(&self, via: Option<&Via>) -> Result<InitializeResult> {
         let Some(proposal) = self.inner.legacy_versions.first().cloned() else {
             return Err(Error::new(
                 ErrorKind::Config,
@@ -316,12 +318,14 @@ impl Client {
             method: methods::legacy::INITIALIZE,
             params: &params,
             name: None,
-            tool: None,
             observer: &observer,
             timeout: None,
             renew: false,
             round: None,
         };
+        // No version header: a dual-era server routes a bare `initialize` to its legacy side.
+        let headers = via.map(|v| v.headers.clone()).unwrap_or_default();
+        let request = self.request_of(&req, http::HeaderMap::new())?;
         let id = self.next_id();
         let body = wire::encode_legacy_request(
             id,
@@ -330,10 +334,8 @@ impl Client {
             None,
             &wire::TraceFields::default(),
         )?;
-        // No version header: a dual-era server routes a bare `initialize` to its legacy side.
-        let raw = self
-            .round_trip(id, req.method, body, http::HeaderMap::new(), &req)
-            .await?;
+        let legacy = self.is_legacy();
+        let raw = self.round_trip(id, body, headers, &request, legacy).await?;
         let result: InitializeResult = wire::decode(&raw, "initialize")?;
         let Some(version) = self
             .inner
@@ -376,6 +378,7 @@ impl Client {
                     &SetLevelRequestParams::new(level),
                     &Observer::default(),
                     false,
+                    via,
                 )
                 .await;
             if let Err(e) = set {

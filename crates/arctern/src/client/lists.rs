@@ -11,12 +11,12 @@ use arctern_types::resources::{
     ListResourceTemplatesResult, ListResourcesResult, Resource, ResourceTemplate,
 };
 use arctern_types::tools::{ListToolsResult, Tool};
-use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 
 use super::Client;
 use super::exchange::ServerMeta;
 use super::headers::{self, HeaderPlan};
+use super::pipeline::Via;
 use super::wire;
 use crate::{Error, ErrorKind, Result};
 
@@ -52,10 +52,12 @@ impl Client {
     /// annotations are left out (with a warning).
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
         let _guard = self.inner.tools_refresh.lock().await;
-        self.list_all_tools(false).await
+        self.list_all_tools(false, None).await
     }
 
-    pub(super) async fn list_all_tools(&self, fresh: bool) -> Result<Vec<Tool>> {
+    /// Every tool (`fresh`: not from the cache), sent `via` the layers below one when given;
+    /// remembers each tool's header plan.
+    pub(super) async fn list_all_tools(&self, fresh: bool, via: Option<&Via>) -> Result<Vec<Tool>> {
         let mut tools = Vec::new();
         let generation = self.tools_generation();
         let mut index = ToolIndex {
@@ -63,7 +65,7 @@ impl Client {
             ..ToolIndex::default()
         };
         self.paginate(
-            |cursor| async move { self.tools_page_sized(cursor.as_deref(), fresh).await },
+            |cursor| async move { self.tools_page_sized(cursor.as_deref(), fresh, via).await },
             |p: &ListToolsResult| (p.next_cursor.clone(), p.tools.len()),
             |page: ListToolsResult| self.index_tools(page.tools, &mut index, &mut tools),
         )
@@ -104,7 +106,7 @@ impl Client {
         cursor: Option<&str>,
         fresh: bool,
     ) -> Result<ListToolsResult> {
-        Ok(self.tools_page_sized(cursor, fresh).await?.0)
+        Ok(self.tools_page_sized(cursor, fresh, None).await?.0)
     }
 
     /// [`tools_page`](Self::tools_page), with the size of the page's JSON.
@@ -112,11 +114,12 @@ impl Client {
         &self,
         cursor: Option<&str>,
         fresh: bool,
+        via: Option<&Via>,
     ) -> Result<(ListToolsResult, usize)> {
         if fresh && let Some(cache) = &self.inner.cache {
             cache.invalidate(methods::TOOLS_LIST, cursor.unwrap_or(""));
         }
-        self.list_page(methods::TOOLS_LIST, cursor).await
+        self.list_page_via(methods::TOOLS_LIST, cursor, via).await
     }
 
     /// One page of the list `method` (from the cache when it is on), with the size of its
@@ -126,9 +129,19 @@ impl Client {
         method: &'static str,
         cursor: Option<&str>,
     ) -> Result<(T, usize)> {
+        self.list_page_via(method, cursor, None).await
+    }
+
+    /// [`list_page`](Self::list_page), sent `via` the layers below one when given.
+    async fn list_page_via<T: DeserializeOwned + Cacheable + ServerMeta>(
+        &self,
+        method: &'static str,
+        cursor: Option<&str>,
+        via: Option<&Via>,
+    ) -> Result<(T, usize)> {
         let key = cursor.unwrap_or("");
         let (page, size): (T, _) = self
-            .cacheable_sized(method, key, &wire::CursorParams { cursor })
+            .cacheable_sized(method, key, &wire::CursorParams { cursor }, via)
             .await?;
         self.note_server_info(page.meta());
         Ok((page, size))
@@ -162,27 +175,20 @@ impl Client {
         })
     }
 
-    // Listing tools to mirror a call's headers leads back into `exchange`; these two boxed
-    // entry points keep the future types finite (and their `Send` provable).
-    pub(super) fn refresh_tools_boxed(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.refresh_tools())
-    }
-
-    pub(super) fn header_plan_boxed<'a>(
-        &'a self,
-        tool: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Arc<HeaderPlan>>>> {
-        Box::pin(self.header_plan(tool))
-    }
-
-    /// Re-lists every tool, bypassing the cache (after a header mismatch).
-    pub(super) async fn refresh_tools(&self) -> Result<()> {
+    /// Re-lists every tool, bypassing the cache (after a header mismatch), `via` the layers
+    /// below the one that asks.
+    pub(super) async fn refresh_tools(&self, via: Option<&Via>) -> Result<()> {
         let _guard = self.inner.tools_refresh.lock().await;
-        self.list_all_tools(true).await.map(drop)
+        self.list_all_tools(true, via).await.map(drop)
     }
 
-    /// The header plan of a tool, listing tools first if they were never listed.
-    pub(super) async fn header_plan(&self, tool: &str) -> Result<Option<Arc<HeaderPlan>>> {
+    /// The header plan of a tool, listing tools first (`via` the layers below the one that
+    /// asks) if they were never listed.
+    pub(super) async fn header_plan(
+        &self,
+        tool: &str,
+        via: Option<&Via>,
+    ) -> Result<Option<Arc<HeaderPlan>>> {
         let lookup =
             |index: &ToolIndex| -> std::result::Result<Option<Arc<HeaderPlan>>, Option<String>> {
                 if let Some(plan) = index.plans.get(tool) {
@@ -210,7 +216,7 @@ impl Client {
             Err(Some(why)) => return Err(rejected(why)),
             Err(None) => {}
         }
-        if let Err(e) = self.list_all_tools(false).await {
+        if let Err(e) = self.list_all_tools(false, via).await {
             // The call itself will tell whether the tool exists; go without mirrored headers.
             tracing::debug!(error = %e, "could not list tools to find x-mcp-header annotations");
             return Ok(None);

@@ -8,12 +8,13 @@ mod handler;
 pub mod headers;
 mod legacy;
 mod lists;
+pub mod middleware;
 mod mrtr;
 mod negotiate;
 mod notify;
+mod pipeline;
 mod tasks;
-mod transport;
-mod wire;
+pub(crate) mod wire;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicI64;
@@ -43,9 +44,8 @@ pub use mrtr::{CallOptions, Continuation, TaskStatusFn};
 pub use notify::{LogFn, ProgressFn, ServerNotification, Subscription};
 pub use tasks::ToolStart;
 
-#[cfg(feature = "otel")]
-pub(crate) use exchange::{is_tool_error_result, result_type_of};
-pub use transport::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
+/// The transport trait and its types (at home in [`crate::transport`]).
+pub use crate::transport::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
 
 /// The Streamable HTTP client transport (also at [`crate::transport::http::client`]).
 #[cfg(feature = "http")]
@@ -91,6 +91,8 @@ impl std::fmt::Debug for Client {
 
 struct Inner {
     transport: Arc<dyn Transport>,
+    /// The request pipeline: the application's middleware, then the client's own layers.
+    layers: Arc<[Arc<dyn middleware::Middleware>]>,
     mirrors: bool,
     handlers: Handlers,
     capabilities: ClientCapabilities,
@@ -147,7 +149,7 @@ impl Client {
         ClientBuilder::new()
     }
 
-    fn negotiated(&self) -> Arc<Negotiated> {
+    pub(crate) fn negotiated(&self) -> Arc<Negotiated> {
         self.inner
             .negotiated
             .read()
@@ -258,15 +260,14 @@ impl Client {
             method: methods::SUBSCRIPTIONS_LISTEN,
             params: &params,
             name: None,
-            tool: None,
             observer: &observer,
             timeout: None,
             renew: true,
             round: None,
         };
-        let (id, body, headers) = self
-            .encode(&req, &negotiated, &wire::TraceFields::default())
-            .await?;
+        let request = self.request_of(&req, http::HeaderMap::new())?;
+        let id = self.next_id();
+        let (body, headers) = self.encode(&request, id, &negotiated, http::HeaderMap::new())?;
         let request_id = RequestId::Number(id);
         let mut message = OutgoingMessage::new(
             Some(request_id.clone()),

@@ -274,14 +274,6 @@ impl Target<'_> {
         }
     }
 
-    /// The tool call whose arguments `Mcp-Param-*` headers mirror.
-    pub(crate) fn tool_call(&self) -> Option<(&str, Option<&JsonObject>)> {
-        match *self {
-            Target::Tool { name, arguments } => Some((name, arguments)),
-            _ => None,
-        }
-    }
-
     /// The params of one round.
     fn params<'a>(&'a self, retry: Retry<'a>) -> wire::RoundParams<'a> {
         match *self {
@@ -686,16 +678,18 @@ impl Client {
     ) -> Result<Round<T>> {
         let observer = Observer::merged(&options.observer, &self.inner.observer);
         let raw = self
-            .exchange(Req {
-                method: target.method(),
-                params: &target.params(retry),
-                name: Some(target.name()),
-                tool: target.tool_call(),
-                observer: &observer,
-                timeout: options.timeout,
-                round: number,
-                renew: true,
-            })
+            .exchange(
+                Req {
+                    method: target.method(),
+                    params: &target.params(retry),
+                    name: Some(target.name()),
+                    observer: &observer,
+                    timeout: options.timeout,
+                    round: number,
+                    renew: true,
+                },
+                None,
+            )
             .await?;
         read_round(raw, target)
     }

@@ -19,7 +19,6 @@ use arctern_types::implementation::Implementation;
 use arctern_types::methods;
 use arctern_types::version::ProtocolVersion;
 use arctern_types::{ErrorCode, ErrorObject};
-use futures::future::BoxFuture;
 use http::HeaderValue;
 
 use super::Client;
@@ -164,7 +163,9 @@ pub(crate) fn classify_probe_failure(error: &Error) -> ProbeFailure {
 
 /// Whether `error` came from an HTTP 4xx answer that carried no JSON-RPC message.
 fn http_client_error(error: &Error) -> bool {
-    super::exchange::http_status(error).is_some_and(|status| (400..500).contains(&status))
+    error
+        .http_status()
+        .is_some_and(|status| (400..500).contains(&status))
 }
 
 impl Client {
@@ -186,7 +187,7 @@ impl Client {
     /// when the server does not look modern (and a legacy version is offered).
     pub(crate) async fn probe(&self, discover: bool) -> Result<()> {
         match self.inner.era {
-            Some(Era::Legacy) => return self.initialize().await.map(drop),
+            Some(Era::Legacy) => return self.initialize(None).await.map(drop),
             Some(Era::Modern) if discover => return self.discover().await.map(drop),
             _ if !discover => return Ok(()),
             _ => {}
@@ -210,7 +211,7 @@ impl Client {
             return Err(failure);
         }
         tracing::debug!(error = %failure, "server/discover failed; trying initialize");
-        match self.initialize().await {
+        match self.initialize(None).await {
             Ok(_) => Ok(()),
             // `-32022` to `initialize` is modern evidence after all: probe once more.
             Err(e)
@@ -231,14 +232,6 @@ impl Client {
                 format!("server/discover got no answer within {limit:?}"),
             )),
         }
-    }
-
-    // `initialize` leads back into `exchange` (logging/setLevel); boxing keeps the future
-    // types finite.
-    pub(super) fn initialize_boxed(
-        &self,
-    ) -> BoxFuture<'_, Result<arctern_types::legacy::InitializeResult>> {
-        Box::pin(self.initialize())
     }
 }
 

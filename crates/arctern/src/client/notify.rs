@@ -16,7 +16,7 @@ use arctern_types::subscriptions::SubscriptionFilter;
 use futures::Stream;
 use serde::Deserialize;
 
-use super::transport::MessageStream;
+use crate::transport::MessageStream;
 use crate::{Error, ErrorKind, Result};
 
 /// A progress callback: called with every `notifications/progress` of a request.

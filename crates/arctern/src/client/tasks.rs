@@ -144,16 +144,18 @@ impl Client {
             meta: None,
         };
         let observer = self.inner.observer.clone();
-        self.exchange(Req {
-            method,
-            params: &params,
-            name: Some(task_id),
-            tool: None,
-            round: None,
-            renew: true,
-            observer: &observer,
-            timeout: self.inner.request_timeout,
-        })
+        self.exchange(
+            Req {
+                method,
+                params: &params,
+                name: Some(task_id),
+                round: None,
+                renew: true,
+                observer: &observer,
+                timeout: self.inner.request_timeout,
+            },
+            None,
+        )
         .await
     }
 

@@ -48,7 +48,7 @@ pub(crate) use crate::otel::TraceFields;
 
 /// Without the `otel` feature a request carries no trace context.
 #[cfg(not(feature = "otel"))]
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, Clone)]
 pub(crate) struct TraceFields {}
 
 #[cfg(not(feature = "otel"))]
@@ -58,6 +58,8 @@ impl TraceFields {
     }
 }
 
+// The typed encoding, which the tests compare the spliced one with.
+#[cfg(test)]
 #[derive(Serialize)]
 struct Params<'a, P: Serialize> {
     #[serde(flatten)]
@@ -66,6 +68,7 @@ struct Params<'a, P: Serialize> {
     meta: Envelope<'a>,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct Request<'a, P: Serialize> {
     jsonrpc: &'static str,
@@ -75,6 +78,7 @@ struct Request<'a, P: Serialize> {
 }
 
 /// Serializes a whole JSON-RPC request.
+#[cfg(test)]
 pub(crate) fn encode_request<P: Serialize>(
     id: i64,
     method: &str,
@@ -91,6 +95,108 @@ pub(crate) fn encode_request<P: Serialize>(
     serde_json::to_writer(&mut buf, &request)
         .map_err(|e| Error::new(ErrorKind::Codec, "could not encode a request").with_source(e))?;
     Ok(Bytes::from(buf))
+}
+
+/// Serializes the params of a request on their own (the pipeline carries them so, to send
+/// them again without the caller's types).
+pub(crate) fn params_raw<P: Serialize>(params: &P) -> Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(params)
+        .map_err(|e| Error::new(ErrorKind::Codec, "could not encode a request").with_source(e))
+}
+
+/// The members of serialized params, without the braces: `None` when they are not an
+/// object.
+fn members(params: &RawValue) -> Option<&str> {
+    let text = params.get().trim();
+    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    Some(inner.trim())
+}
+
+/// Writes `{"jsonrpc":"2.0","id":…,"method":…,"params":{<members>,"_meta":<meta>}}`, the
+/// `_meta` member left out for `None`.
+fn splice<M: Serialize>(
+    id: i64,
+    method: &str,
+    params: &RawValue,
+    meta: Option<&M>,
+) -> Result<Bytes> {
+    let codec = |e| Error::new(ErrorKind::Codec, "could not encode a request").with_source(e);
+    let members = members(params)
+        .ok_or_else(|| Error::new(ErrorKind::Codec, "request params must be a JSON object"))?;
+    let mut buf = Vec::with_capacity(members.len() + 320);
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // Writing to a `Vec` cannot fail.
+    let _ = std::io::Write::write_fmt(&mut buf, format_args!("{id}"));
+    buf.extend_from_slice(br#","method":"#);
+    serde_json::to_writer(&mut buf, method).map_err(codec)?;
+    buf.extend_from_slice(br#","params":{"#);
+    buf.extend_from_slice(members.as_bytes());
+    if let Some(meta) = meta {
+        if !members.is_empty() {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(br#""_meta":"#);
+        serde_json::to_writer(&mut buf, meta).map_err(codec)?;
+    }
+    buf.extend_from_slice(b"}}");
+    Ok(Bytes::from(buf))
+}
+
+/// [`encode_request`] of params serialized already.
+pub(crate) fn encode_request_raw(
+    id: i64,
+    method: &str,
+    params: &RawValue,
+    meta: Envelope<'_>,
+) -> Result<Bytes> {
+    splice(id, method, params, Some(&meta))
+}
+
+/// [`encode_legacy_request`] of params serialized already.
+pub(crate) fn encode_legacy_request_raw(
+    id: i64,
+    method: &str,
+    params: &RawValue,
+    progress_token: Option<i64>,
+    trace: &TraceFields,
+) -> Result<Bytes> {
+    let meta = (progress_token.is_some() || !trace.is_empty()).then_some(LegacyMeta {
+        progress_token,
+        trace,
+    });
+    splice(id, method, params, meta.as_ref())
+}
+
+/// The `arguments` of serialized `tools/call` params (for the headers that mirror them).
+pub(crate) fn arguments_of(params: &RawValue) -> Option<JsonObject> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        arguments: Option<JsonObject>,
+    }
+    serde_json::from_str::<Probe>(params.get())
+        .ok()
+        .and_then(|p| p.arguments)
+}
+
+/// A raw result's `resultType`, as a span attribute names it.
+pub(crate) fn result_type_of(raw: &RawValue) -> &'static str {
+    match result_kind(raw) {
+        Ok(Kind::InputRequired) => "input_required",
+        Ok(Kind::Complete) => "complete",
+        Ok(Kind::Task) => "task",
+        Ok(Kind::Unknown(_)) | Err(_) => "unknown",
+    }
+}
+
+/// Whether a raw result is a tool's error (`isError: true`).
+pub(crate) fn is_tool_error_result(raw: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<Probe>(raw.get()).is_ok_and(|p| p.is_error == Some(true))
 }
 
 /// The `_meta` of a legacy request: a progress token when one is wanted, and trace context.
@@ -366,6 +472,42 @@ mod tests {
             Kind::Unknown("later".into())
         );
         assert!(result_kind(&raw("[]")).is_err());
+    }
+
+    #[test]
+    fn raw_params_encode_as_typed_ones_do() {
+        let caps = serde_json::value::to_raw_value(&serde_json::json!({"roots": {}})).unwrap();
+        let trace = TraceFields::default();
+        let meta = || Envelope {
+            version: "2026-07-28",
+            capabilities: &caps,
+            info: None,
+            log_level: None,
+            progress_token: Some(7),
+            trace: &trace,
+        };
+        for params in [
+            serde_json::json!({}),
+            serde_json::json!({"name": "echo", "arguments": {"text": "a}b"}}),
+        ] {
+            let raw = params_raw(&params).unwrap();
+            assert_eq!(
+                encode_request_raw(7, "tools/call", &raw, meta()).unwrap(),
+                encode_request(7, "tools/call", &params, meta()).unwrap()
+            );
+            assert_eq!(
+                encode_legacy_request_raw(8, "tools/call", &raw, None, &trace).unwrap(),
+                encode_legacy_request(8, "tools/call", &params, None, &trace).unwrap()
+            );
+            assert_eq!(
+                encode_legacy_request_raw(8, "tools/call", &raw, Some(8), &trace).unwrap(),
+                encode_legacy_request(8, "tools/call", &params, Some(8), &trace).unwrap()
+            );
+        }
+        let list = params_raw(&serde_json::json!([1])).unwrap();
+        assert!(encode_request_raw(1, "x", &list, meta()).is_err());
+        let args = params_raw(&serde_json::json!({"name": "t", "arguments": {"a": 1}})).unwrap();
+        assert_eq!(arguments_of(&args).unwrap()["a"], 1);
     }
 
     #[cfg(feature = "otel")]

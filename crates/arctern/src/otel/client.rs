@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 
 use super::{MetaExtractor, TraceFields, TracerKind, attr, seconds_since};
 use crate::Error;
+use crate::client::middleware::{Answer, BoxFuture, Middleware, Next, Request};
 
 /// The client's OpenTelemetry instrumentation: where its tracer and meter come from.
 ///
@@ -286,10 +287,10 @@ impl ClientObservation {
         match outcome {
             Ok(raw) => {
                 if mrtr {
-                    let kind = crate::client::result_type_of(raw);
+                    let kind = crate::client::wire::result_type_of(raw);
                     o.attributes.push(KeyValue::new(attr::RESULT_TYPE, kind));
                 }
-                if crate::client::is_tool_error_result(raw) {
+                if crate::client::wire::is_tool_error_result(raw) {
                     o.attributes
                         .push(KeyValue::new(attr::ERROR_TYPE, "tool_error"));
                     if recording {
@@ -307,6 +308,44 @@ impl ClientObservation {
                 .operation
                 .record(seconds_since(o.clock), &o.attributes);
         }
+    }
+}
+
+/// The client's telemetry as a layer of its request pipeline (the innermost but the
+/// transport end): one `CLIENT` span per request sent, its context in the request's
+/// `_meta`, and `mcp.client.operation.duration`.
+pub(crate) struct ClientTelemetryLayer {
+    telemetry: ClientTelemetry,
+}
+
+impl ClientTelemetryLayer {
+    pub(crate) fn new(telemetry: ClientTelemetry) -> Self {
+        ClientTelemetryLayer { telemetry }
+    }
+}
+
+impl Middleware for ClientTelemetryLayer {
+    fn call(&self, mut request: Request, next: Next) -> BoxFuture<Answer> {
+        let client = request.client().clone();
+        let version = client.negotiated();
+        let observation = ClientObservation::start(
+            Some(&self.telemetry),
+            request.method(),
+            request.target(),
+            request.round(),
+            version.version.as_str(),
+        );
+        drop(version);
+        let id = client.next_id();
+        observation.id(id);
+        request.id = Some(id);
+        request.trace = observation.inject();
+        let mrtr = arctern_types::methods::is_mrtr_method(request.method());
+        Box::pin(async move {
+            let answer = next.run(request).await;
+            observation.finish(&answer, mrtr);
+            answer
+        })
     }
 }
 

@@ -39,7 +39,7 @@ mod server;
 #[cfg(feature = "client")]
 pub use client::ClientTelemetry;
 #[cfg(feature = "client")]
-pub(crate) use client::{ClientObservation, FlowSpan, resumed_parent};
+pub(crate) use client::{ClientTelemetryLayer, FlowSpan, resumed_parent};
 #[cfg(feature = "server")]
 pub(crate) use server::{InContext, Observation, SessionClock, TargetKind};
 #[cfg(feature = "server")]

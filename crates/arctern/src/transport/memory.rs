@@ -26,10 +26,15 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::headers::{self, decode_value};
-use crate::client::{MessageStream, OutgoingMessage, Transport, UnroutedSink};
+use crate::transport::headers;
+
+/// A mirrored header's value, decoded (`None` when malformed).
+fn decode_value(raw: &[u8]) -> Option<String> {
+    arctern_types::headers::decode_value(raw).ok()
+}
 use crate::server::connection::{Connection, Reply, RequestOrigin, TransportKind, WireHeaders};
 use crate::server::{Handler, Server, is_legacy_initialize};
+use crate::transport::{MessageStream, OutgoingMessage, Transport, UnroutedSink};
 use crate::{Era, Error, ErrorKind, Result};
 use arctern_types::jsonrpc::JsonRpcMessage;
 

@@ -6,6 +6,9 @@
 //!   the server as a child process).
 //! - [`memory`]: a client and a server in the same process, every message encoded and
 //!   parsed as on a wire (the test kit's transport).
+//!
+//! [`Transport`] is what a client sends through; [`headers`] names the HTTP headers both
+//! sides of Streamable HTTP use.
 
 #[cfg(feature = "http")]
 pub mod http;
@@ -13,3 +16,10 @@ pub mod http;
 pub mod memory;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+
+pub mod headers;
+#[cfg(feature = "client")]
+mod link;
+
+#[cfg(feature = "client")]
+pub use link::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};

@@ -46,7 +46,7 @@ use tokio::io::{
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::client::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
+use crate::transport::{MessageStream, OutgoingMessage, RequestSink, Transport, UnroutedSink};
 use crate::{Error, ErrorKind, Result};
 
 /// The default bound on one line (one message) from the server.

@@ -25,7 +25,8 @@
 //!   request — `POST`, the `GET` stream, its resumptions, `DELETE` — and answers `401` and
 //!   `403` challenges, after which the request is sent again.
 //! - A response with an error status and no JSON-RPC message fails with an error whose
-//!   [`source`](std::error::Error::source) is an [`HttpStatusError`].
+//!   [`http_status`](crate::Error::http_status) is that status (and whose
+//!   [`source`](std::error::Error::source) is an [`HttpStatusError`]).
 
 mod body;
 mod pool;
@@ -46,7 +47,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Status
 use http_body_util::Full;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{MessageStream, OutgoingMessage, Transport};
+use crate::transport::{MessageStream, OutgoingMessage, Transport};
 use crate::{Error, ErrorKind, Result};
 
 use body::{Body, JsonStream, RawBody};
@@ -77,10 +78,10 @@ const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, tex
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
 
-/// The legacy session header.
-const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The protocol version header (kept for the session's `GET` and `DELETE`).
-const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+use crate::transport::headers::MCP_PROTOCOL_VERSION;
+/// The legacy session header.
+use crate::transport::headers::MCP_SESSION_ID;
 
 /// The HTTP status of a response that carried no JSON-RPC message: the
 /// [`source`](std::error::Error::source) of the transport error it produced. A client uses
@@ -101,7 +102,9 @@ impl fmt::Display for HttpStatusError {
 impl std::error::Error for HttpStatusError {}
 
 fn status_error(status: StatusCode, message: String) -> Error {
-    transport_error(message).with_source(HttpStatusError { status })
+    transport_error(message)
+        .with_http_status(status.as_u16())
+        .with_source(HttpStatusError { status })
 }
 
 fn transport_error(message: impl Into<std::borrow::Cow<'static, str>>) -> Error {

@@ -34,7 +34,7 @@ use crate::server::connection::{
 use crate::server::{Handler, Server};
 
 /// `Mcp-Session-Id`.
-pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) use crate::transport::headers::MCP_SESSION_ID;
 /// `Last-Event-ID`.
 pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 

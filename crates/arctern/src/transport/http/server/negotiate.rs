@@ -2,14 +2,12 @@
 //! body.
 
 use http::HeaderMap;
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderName};
+use http::header::{ACCEPT, CONTENT_TYPE};
 
 use crate::server::connection::WireHeaders;
 use crate::transport::http::sentinel;
 
-pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
-pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+pub(crate) use crate::transport::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
 
 /// Whether the body is declared as JSON: `application/json` or an `application/*+json` type,
 /// parameters (such as `charset`) ignored.
@@ -117,7 +115,7 @@ pub(crate) fn wire_headers(headers: &HeaderMap) -> WireHeaders {
 }
 
 /// The prefix of the headers that mirror tool arguments, `Mcp-Param-{Name}`.
-const MCP_PARAM_PREFIX: &str = "mcp-param-";
+use crate::transport::headers::MCP_PARAM_PREFIX;
 
 /// Every `Mcp-Param-{Name}` header, `{Name}` in lower case (as `http` spells names), value
 /// decoded.

@@ -1,4 +1,7 @@
 //! The client side of a transport: one request goes out, a stream of messages comes back.
+//!
+//! It lives here, below both the client and the transports, so that the transports need
+//! nothing from the client.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -67,7 +70,7 @@ impl fmt::Debug for OutgoingMessage {
     }
 }
 
-/// How a [`Client`](super::Client) reaches a server.
+/// How a [`Client`](crate::client::Client) reaches a server.
 ///
 /// The built-in transports are Streamable HTTP
 /// ([`HttpTransport`](crate::transport::http::client::HttpTransport)), a child process over
