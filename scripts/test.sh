@@ -6,7 +6,8 @@
 # on first use into a cache outside the checkout.
 #
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    Rust tests only (without the fleet tests, which need nginx and Redis)
+#   scripts/test.sh --quick    Rust tests only (without the fleet tests, which need nginx and Redis,
+#                              and the inspector's browser tests)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -29,6 +30,10 @@ echo "== cargo test (+${SECONDS}s)"
 cargo test --workspace
 
 [ "$quick" = 1 ] && exit 0
+
+echo "== arctern inspect in a real browser: Debian's chromium, playwright-core from its lock file (installed when missing) (+${SECONDS}s)"
+# A missing Node.js fails here (exit 3) instead of skipping.
+scripts/inspect-e2e.sh
 
 echo "== fleet: nginx, HAProxy, Redis and three instances on loopback (fetches the packages into a cache when missing) (+${SECONDS}s)"
 scripts/fleet.sh test

@@ -7,6 +7,7 @@
 //! arctern call --stdio "<COMMAND>" <TOOL> ...         the same, with the server as a child process
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
 //! arctern read <URL> <URI>          arctern prompt <URL> <NAME> [--arg K=V]...
+//! arctern inspect <URL> | --stdio -- <COMMAND> [ARGS]...   the web inspector on loopback
 //! arctern login <URL>               arctern logout <URL>
 //! arctern completions bash|zsh|fish|powershell|elvish
 //! ```
@@ -61,6 +62,7 @@ mod exit;
 mod fields;
 mod form;
 mod inspect;
+mod inspector;
 mod login;
 mod output;
 mod progress;
@@ -176,6 +178,12 @@ enum Command {
         after_help = format!("{ANSWER_HELP}\n\n{EXIT_CODES}")
     )]
     Prompt(PromptArgs),
+    /// Inspect a server in the browser: a page on loopback that lists its tools, prompts and
+    /// resources, calls them, answers their questions, and shows every call as one flow of
+    /// rounds (ids, questions, answers, state sizes, latency, human wait) and every frame.
+    #[command(override_usage = "arctern inspect [OPTIONS] <URL>\n       \
+                          arctern inspect [OPTIONS] --stdio -- <COMMAND> [ARGS]...")]
+    Inspect(inspector::InspectArgs),
     /// Sign in to a server that wants OAuth (in the browser, with consent), and keep the
     /// token for the next commands (in $ARCTERN_CREDENTIALS, else
     /// ~/.config/arctern/credentials.json).
@@ -339,6 +347,7 @@ async fn main() -> ExitCode {
         }
         Command::Read(a) => within(a.conn.whole_timeout(), read(a, format)).await,
         Command::Prompt(a) => within(a.conn.whole_timeout(), prompt(a, format)).await,
+        Command::Inspect(a) => inspector::inspect(a, format).await,
         Command::Login(a) => {
             if a.conn.stdio.is_some() {
                 Err(Failure::usage("login applies to HTTP servers only"))
@@ -384,6 +393,7 @@ impl Command {
             Command::Resources(_) => "resources",
             Command::Read(_) => "read",
             Command::Prompt(_) => "prompt",
+            Command::Inspect(_) => "inspect",
             Command::Login(_) => "login",
             Command::Logout { .. } => "logout",
             Command::Completions { .. } => "completions",

@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arctern::ErrorKind;
-use arctern::client::{Client, ClientHandler, HandlerCapabilities, Input, StdioCommand};
+use arctern::client::{
+    Client, ClientBuilder, ClientHandler, HandlerCapabilities, Input, StdioCommand, StdioTransport,
+    Transport,
+};
 use arctern::types::ErrorCode;
 use arctern::types::elicitation::{ElicitRequestParams, ElicitResult};
 use arctern::types::legacy::UrlElicitationRequiredData;
@@ -200,6 +203,55 @@ pub fn split_target(
     }
 }
 
+/// Connects `builder` to `endpoint` with the connection flags: OAuth as `arctern login` does
+/// it (the browser step asks on the terminal when `interactive`), `--header`, `--cacert`,
+/// `--env`. `wrap` gets the transport first: `arctern inspect` records frames through it.
+pub async fn connect_builder(
+    builder: ClientBuilder,
+    endpoint: &Endpoint,
+    conn: &ConnectArgs,
+    interactive: bool,
+    wrap: impl FnOnce(Arc<dyn Transport>) -> Arc<dyn Transport>,
+) -> Result<Client, Failure> {
+    let where_ = endpoint.describe();
+    let transport: Arc<dyn Transport> = match endpoint {
+        Endpoint::Url(url) => {
+            let (oauth, _) = crate::login::oauth(url, interactive, conn.login_timeout).await?;
+            Arc::new(crate::login::transport(url, conn, Some(oauth))?)
+        }
+        Endpoint::Stdio(words) => {
+            if !conn.headers.is_empty() {
+                return Err(Failure::usage("--header applies to HTTP servers only"));
+            }
+            if !conn.cacert.is_empty() {
+                return Err(Failure::usage("--cacert applies to HTTPS servers only"));
+            }
+            let (program, args) = words.split_first().expect("resolve refuses empty commands");
+            let mut command = StdioCommand::new(program).args(args);
+            for pair in &conn.env {
+                match pair.split_once('=') {
+                    Some((name, value)) if !name.is_empty() => {
+                        command = command.env(name, value);
+                    }
+                    _ => {
+                        return Err(Failure::usage(format!(
+                            "--env expects NAME=VALUE, got {pair:?}"
+                        )));
+                    }
+                }
+            }
+            Arc::new(
+                StdioTransport::spawn(command)
+                    .map_err(|e| crate::exit::could_not_connect(&e, &where_))?,
+            )
+        }
+    };
+    builder
+        .connect_with(wrap(transport))
+        .await
+        .map_err(|e| crate::exit::could_not_connect(&e, &where_))
+}
+
 /// The state of one command while it talks to a server.
 pub struct Session {
     pre: PreAnswers,
@@ -284,39 +336,7 @@ impl Session {
         if let Some(limit) = conn.whole_timeout()? {
             builder = builder.request_timeout(limit);
         }
-        let where_ = endpoint.describe();
-        let connected = match endpoint {
-            Endpoint::Url(url) => {
-                let (oauth, _) =
-                    crate::login::oauth(url, self.interactive, conn.login_timeout).await?;
-                let transport = crate::login::transport(url, conn, Some(oauth))?;
-                builder.connect_with(transport).await
-            }
-            Endpoint::Stdio(words) => {
-                if !conn.headers.is_empty() {
-                    return Err(Failure::usage("--header applies to HTTP servers only"));
-                }
-                if !conn.cacert.is_empty() {
-                    return Err(Failure::usage("--cacert applies to HTTPS servers only"));
-                }
-                let (program, args) = words.split_first().expect("resolve refuses empty commands");
-                let mut command = StdioCommand::new(program).args(args);
-                for pair in &conn.env {
-                    match pair.split_once('=') {
-                        Some((name, value)) if !name.is_empty() => {
-                            command = command.env(name, value);
-                        }
-                        _ => {
-                            return Err(Failure::usage(format!(
-                                "--env expects NAME=VALUE, got {pair:?}"
-                            )));
-                        }
-                    }
-                }
-                builder.connect_stdio(command).await
-            }
-        };
-        connected.map_err(|e| crate::exit::could_not_connect(&e, &where_))
+        connect_builder(builder, endpoint, conn, self.interactive, |t| t).await
     }
 
     /// The failure a question ran into, if any.
