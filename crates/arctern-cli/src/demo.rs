@@ -6,7 +6,7 @@ use arctern::server::extract::Args;
 use arctern::server::mrtr::{Answer, Ask, AskContext, NotYet, Question, Questions, Roots};
 use arctern::server::tasks::{TaskConfig, TaskError, TaskHandle, TaskSupport};
 use arctern::server::{
-    McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server, ToolSpec,
+    McpHandler, McpServer, RequestContext, ResourceTemplateSpec, Server, ToolSpec, ViewSpec,
 };
 use arctern::types::prompts::PromptMessage;
 use arctern::types::sampling::CreateMessageResult;
@@ -418,6 +418,25 @@ async fn book_hotel(
     Ok(format!("Booked {title} in {city}."))
 }
 
+/// Arguments of `show_echo`.
+#[derive(Deserialize, JsonSchema)]
+pub struct ShowEcho {
+    /// The text to echo and show.
+    pub text: String,
+}
+
+/// The URI of the demo's MCP Apps view.
+pub const ECHO_VIEW: &str = "ui://arctern-demo/echo.html";
+
+/// The demo's MCP Apps view: the last echoed text, and a form that echoes again through the
+/// host. Plain HTML and script, no libraries.
+pub const ECHO_VIEW_HTML: &str = include_str!("demo/echo_view.html");
+
+async fn show_echo(Args(e): Args<ShowEcho>) -> String {
+    // The text is the result for the model and for hosts without Apps; the view shows it.
+    e.text
+}
+
 /// The demo server.
 pub fn server() -> Result<Server<McpHandler>, arctern::server::RegistrationError> {
     builder().build()
@@ -484,6 +503,19 @@ fn build(provision_scopes: &[&str]) -> McpServer {
             book_hotel,
         )
         .tool("echo", "Returns its text.", echo)
+        .view(
+            ViewSpec::new(ECHO_VIEW, "echo-view")
+                .title("Echo")
+                .description("Shows what show_echo echoed, and echoes again.")
+                .html(ECHO_VIEW_HTML)
+                .prefers_border(true),
+        )
+        .tool_spec(
+            ToolSpec::new("show_echo")
+                .description("Returns its text, shown in an MCP Apps view by hosts that render them.")
+                .ui(ECHO_VIEW),
+            show_echo,
+        )
         .tasks(task_config())
         .tool_spec(
             ToolSpec::new("deploy")

@@ -26,6 +26,8 @@ pub enum Exit {
     Input,
     /// 5: a local step failed (the sampling command, saving a file).
     Local,
+    /// 1 too, for `arctern apps check`: at least one rule failed.
+    Findings,
     /// 130: the user pressed Ctrl-C in a form.
     Interrupted,
 }
@@ -35,7 +37,7 @@ impl Exit {
     pub fn code(self) -> u8 {
         match self {
             Exit::Ok => 0,
-            Exit::ToolError => 1,
+            Exit::ToolError | Exit::Findings => 1,
             Exit::Usage => 2,
             Exit::Connection => 3,
             Exit::Input => 4,
@@ -49,6 +51,7 @@ impl Exit {
         match self {
             Exit::Ok => "ok",
             Exit::ToolError => "tool-error",
+            Exit::Findings => "check-failed",
             Exit::Usage => "usage",
             Exit::Connection => "connection",
             Exit::Input => "input-required",

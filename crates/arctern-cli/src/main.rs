@@ -8,6 +8,8 @@
 //! arctern discover | tools | prompts | resources [<URL> | --stdio "<COMMAND>"]
 //! arctern read <URL> <URI>          arctern prompt <URL> <NAME> [--arg K=V]...
 //! arctern inspect <URL> | --stdio -- <COMMAND> [ARGS]...   the web inspector on loopback
+//! arctern apps check <URL> | --stdio "<COMMAND>" [--call TOOL[=JSON]]...   what an MCP Apps host would refuse
+//! arctern call <URL> <TOOL> --app-info          a tool's MCP Apps view and its metadata
 //! arctern login <URL>               arctern logout <URL>
 //! arctern completions bash|zsh|fish|powershell|elvish
 //! ```
@@ -56,6 +58,7 @@
 //! | 130 | interrupted with Ctrl-C in a form |
 
 mod answers;
+mod apps;
 mod args;
 mod demo_notes;
 mod exit;
@@ -184,6 +187,8 @@ enum Command {
     #[command(override_usage = "arctern inspect [OPTIONS] <URL>\n       \
                           arctern inspect [OPTIONS] --stdio -- <COMMAND> [ARGS]...")]
     Inspect(inspector::InspectArgs),
+    /// MCP Apps: check a server's views and the tools pointing at them as a host would.
+    Apps(apps::AppsArgs),
     /// Sign in to a server that wants OAuth (in the browser, with consent), and keep the
     /// token for the next commands (in $ARCTERN_CREDENTIALS, else
     /// ~/.config/arctern/credentials.json).
@@ -244,6 +249,10 @@ struct CallArgs {
     /// Where images and audio from the result are saved [default: the current directory].
     #[arg(long, value_name = "DIR")]
     save_dir: Option<PathBuf>,
+    /// Show the tool's MCP Apps view and its metadata (resource URI, visibility, MIME type,
+    /// CSP, permissions, domain, border) instead of calling it.
+    #[arg(long)]
+    app_info: bool,
     #[command(flatten)]
     conn: ConnectArgs,
     #[command(flatten)]
@@ -346,6 +355,7 @@ async fn main() -> ExitCode {
             within(a.conn.whole_timeout(), list(a, format, List::Resources)).await
         }
         Command::Read(a) => within(a.conn.whole_timeout(), read(a, format)).await,
+        Command::Apps(a) => apps::run(a, format).await,
         Command::Prompt(a) => within(a.conn.whole_timeout(), prompt(a, format)).await,
         Command::Inspect(a) => inspector::inspect(a, format).await,
         Command::Login(a) => {
@@ -394,6 +404,7 @@ impl Command {
             Command::Read(_) => "read",
             Command::Prompt(_) => "prompt",
             Command::Inspect(_) => "inspect",
+            Command::Apps(_) => "apps",
             Command::Login(_) => "login",
             Command::Logout { .. } => "logout",
             Command::Completions { .. } => "completions",
@@ -527,6 +538,11 @@ async fn call(a: CallArgs, format: Format) -> Result<Exit, Failure> {
         .await
         .map_err(|e| Failure::from_client(&e, "tools/list"))?;
     let tool = inspect::find_tool(&tools, &tool_name)?;
+    if a.app_info {
+        let shown = apps::app_info(&client, tool, format).await;
+        let _ = client.close().await;
+        return shown;
+    }
     let arguments =
         args::build(&tool.input_schema, a.json.as_deref(), &a.args).map_err(Failure::usage)?;
     let what = format!("calling tool {tool_name:?}");

@@ -322,6 +322,17 @@ impl Session {
         endpoint: &Endpoint,
         conn: &ConnectArgs,
     ) -> Result<Client, Failure> {
+        self.connect_as(endpoint, conn, |b| b).await
+    }
+
+    /// Connects with the client adjusted by `configure` (for example to declare an
+    /// extension).
+    pub async fn connect_as(
+        self: &Arc<Self>,
+        endpoint: &Endpoint,
+        conn: &ConnectArgs,
+        configure: impl FnOnce(arctern::client::ClientBuilder) -> arctern::client::ClientBuilder,
+    ) -> Result<Client, Failure> {
         let _ = self
             .endpoint
             .set(crate::sanitize::line(&endpoint.describe()).into_owned());
@@ -336,6 +347,7 @@ impl Session {
         if let Some(limit) = conn.whole_timeout()? {
             builder = builder.request_timeout(limit);
         }
+        let builder = configure(builder);
         connect_builder(builder, endpoint, conn, self.interactive, |t| t).await
     }
 

@@ -731,13 +731,11 @@ pub fn client_capabilities_for(
     capabilities
 }
 
-/// The server capabilities a legacy `initialize` announces: those of 2026-07-28 without
-/// `extensions` (extension ids have no meaning on the legacy wire).
+/// The server capabilities a legacy `initialize` announces: those of 2026-07-28, with
+/// `extensions` (the 2025 schemas do not name it but admit it, and 2025-era hosts read
+/// extensions such as MCP Apps from it).
 pub fn server_capabilities_for(capabilities: &ServerCapabilities) -> ServerCapabilities {
-    ServerCapabilities {
-        extensions: None,
-        ..capabilities.clone()
-    }
+    capabilities.clone()
 }
 
 /// Serializes a 2026-07-28 result in its legacy shape: the same JSON without `resultType`,

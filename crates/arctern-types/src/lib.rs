@@ -96,6 +96,7 @@
 //!
 //! [arctern]: https://docs.rs/arctern
 
+pub mod apps;
 pub mod base;
 pub mod capabilities;
 pub mod check;

@@ -77,7 +77,8 @@ fn handshake_validates() {
         Implementation::new("server", "1.0.0"),
     )
     .with_instructions("Use the tools.");
-    assert!(result.capabilities.extensions.is_none());
+    // Extensions are announced on the legacy wire too (2025-era hosts read MCP Apps there).
+    assert!(result.capabilities.extensions.as_ref().unwrap().contains_key("io.example/x"));
     both("InitializeResult", &result);
     both(
         "JSONRPCMessage",

@@ -4,6 +4,7 @@
 //! | --- | --- |
 //! | [`mrtr`] | multi round-trip requests: questions, answers, rounds, both eras |
 //! | [`tasks`] | long-running tools as tasks (the tasks extension) |
+//! | [`apps`] | MCP Apps: interactive views shipped by servers, checked as hosts check them, both eras |
 //! | [`request_state`] | what sealed request state protects, and how |
 //! | [`budgets`] | every bounded budget, its default, who shares it, what happens when it is reached |
 //! | [`authorization`] | OAuth 2.1 for servers and clients |
@@ -19,6 +20,11 @@ pub mod mrtr {
 
 pub mod tasks {
     #![doc = include_str!("../docs/tasks.md")]
+}
+
+#[cfg(feature = "apps")]
+pub mod apps {
+    #![doc = include_str!("../docs/apps.md")]
 }
 
 pub mod request_state {

@@ -81,6 +81,7 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
+//! | [`apps`] | MCP Apps: views shipped by servers, their metadata, the rules hosts apply |
 //! | [`server`] | [`McpServer`](server::McpServer) (tools, prompts, resources and templates, completions, progress, logging, subscriptions), the [`Handler`](server::Handler) trait, [`extract`](server::extract)ors, multi round-trip requests ([`mrtr`](server::mrtr)), [`tasks`](server::tasks), [`middleware`](server::middleware) |
 //! | [`client`] | [`Client`](client::Client), its automatic and manual round-trip loops, version negotiation |
 //! | [`auth`] | OAuth 2.1: JOSE on `ring`, the protected-resource layer for servers, the client's authorizer |
@@ -98,6 +99,8 @@
 //!
 //! - [`docs::mrtr`]: multi round-trip requests — questions, answers, rounds, both eras;
 //! - [`docs::tasks`]: long-running tools as tasks (the tasks extension);
+//! - [`docs::apps`]: MCP Apps — interactive views shipped by servers, checked as hosts check
+//!   them, on both eras;
 //! - [`docs::request_state`]: what sealed request state protects, and how;
 //! - [`docs::authorization`]: OAuth 2.1 for servers and clients;
 //! - [`docs::fleet`]: many instances behind a load balancer — keys, rotation, notifications;
@@ -136,6 +139,8 @@ mod error;
 #[cfg(feature = "server")]
 mod log_limit;
 
+#[cfg(feature = "apps")]
+pub mod apps;
 #[cfg(feature = "auth")]
 pub mod auth;
 #[cfg(feature = "client")]

@@ -84,6 +84,8 @@ pub struct ClientBuilder {
     tasks: bool,
     /// The application's middleware, in the order added.
     layers: Vec<Arc<dyn Middleware>>,
+    /// Extensions declared besides tasks, by id.
+    extensions: serde_json::Map<String, serde_json::Value>,
     #[cfg(feature = "otel")]
     telemetry: Option<crate::otel::ClientTelemetry>,
 }
@@ -156,6 +158,7 @@ impl ClientBuilder {
             limits: Limits::default(),
             tasks: true,
             layers: Vec::new(),
+            extensions: serde_json::Map::new(),
             #[cfg(feature = "otel")]
             telemetry: Some(crate::otel::ClientTelemetry::global()),
         }
@@ -168,6 +171,25 @@ impl ClientBuilder {
     pub fn tasks(mut self, declare: bool) -> Self {
         self.tasks = declare;
         self
+    }
+
+    /// Declares the extension `id` with `settings` (`capabilities.extensions[id]`): on every
+    /// request on 2026-07-28, in `initialize` on a 2025 session. Declare only what the
+    /// application really supports: a server may change what it sends for it. Declaring an
+    /// id again replaces its settings; the tasks extension is [`tasks`](Self::tasks)'.
+    pub fn extension(mut self, id: impl Into<String>, settings: serde_json::Value) -> Self {
+        self.extensions.insert(id.into(), settings);
+        self
+    }
+
+    /// Declares MCP Apps (`io.modelcontextprotocol/ui` with
+    /// `mimeTypes: ["text/html;profile=mcp-app"]`): for a host that renders servers' views.
+    /// Off by default.
+    #[cfg(feature = "apps")]
+    pub fn apps(self) -> Self {
+        let settings = serde_json::to_value(arctern_types::apps::UiClientCapabilities::apps())
+            .unwrap_or_default();
+        self.extension(arctern_types::apps::EXTENSION_ID, settings)
     }
 
     /// The client's name in `clientInfo`.
@@ -465,6 +487,12 @@ impl ClientBuilder {
             ));
         }
         let mut capabilities = self.handlers.caps.to_client_capabilities();
+        if !self.extensions.is_empty() {
+            capabilities
+                .extensions
+                .get_or_insert_default()
+                .extend(std::mem::take(&mut self.extensions));
+        }
         if self.tasks {
             capabilities.extensions.get_or_insert_default().insert(
                 arctern_types::tasks::EXTENSION_ID.to_owned(),

@@ -135,6 +135,16 @@ impl RequestContext {
             .unwrap_or(&EMPTY_CAPABILITIES)
     }
 
+    /// Whether this request's client renders MCP Apps views: it declared the
+    /// `io.modelcontextprotocol/ui` extension with `text/html;profile=mcp-app` among its
+    /// `mimeTypes` (per request on 2026-07-28, at `initialize` on a 2025 session). A tool
+    /// may word its text result for a client without Apps; lists stay the same for every
+    /// client, as they may be cached and shared.
+    #[cfg(feature = "apps")]
+    pub fn client_supports_apps(&self) -> bool {
+        arctern_types::apps::client_supports_apps(self.client_capabilities())
+    }
+
     /// Who the client says it is. Self-reported: for display and logs, never for decisions.
     pub fn client_info(&self) -> Option<&Implementation> {
         self.inner.meta.client_info.as_ref()

@@ -54,6 +54,8 @@ pub use mcp::{
     PromptSpec, RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate,
     UriTemplateError,
 };
+#[cfg(feature = "apps")]
+pub use mcp::ViewSpec;
 pub use mirror::MirroredParam;
 pub use scope::InsufficientScope;
 pub use subscriptions::{

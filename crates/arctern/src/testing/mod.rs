@@ -121,6 +121,8 @@
 //! ```
 
 #[cfg(all(feature = "auth", feature = "http"))]
+#[cfg(feature = "apps")]
+pub mod apps;
 mod auth_server;
 mod record;
 mod replay;

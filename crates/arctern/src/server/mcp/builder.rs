@@ -70,6 +70,18 @@ struct BuilderParts<S> {
     sealing: Sealing,
     hide_unauthorized: bool,
     argument_check: ArgumentCheck,
+    #[cfg(feature = "apps")]
+    apps: AppsSettings,
+}
+
+/// How an `McpServer` serves MCP Apps.
+#[cfg(feature = "apps")]
+#[derive(Clone, Copy)]
+pub(super) struct AppsSettings {
+    /// Declare the extension even without a view (views added at run time).
+    pub(super) enabled: bool,
+    /// Write the deprecated flat `ui/resourceUri` key next to `_meta.ui.resourceUri`.
+    pub(super) flat_key: bool,
 }
 
 /// How an `McpServer` seals request state.
@@ -129,6 +141,11 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 sealing: Sealing::Default,
                 hide_unauthorized: false,
                 argument_check: ArgumentCheck::default(),
+                #[cfg(feature = "apps")]
+                apps: AppsSettings {
+                    enabled: false,
+                    flat_key: true,
+                },
             }),
         }
     }
@@ -409,6 +426,63 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         self.register(resource::template_entry(spec.into(), handler))
     }
 
+    /// Registers an MCP Apps view whose HTML the spec holds ([`ViewSpec::html`], or
+    /// [`ViewSpec::html_file`]); point tools at it with [`ToolSpec::ui`]. The server then
+    /// declares the `io.modelcontextprotocol/ui` extension, on both eras. A view that hosts
+    /// would refuse (not `ui://`, a CSP source they drop, HTML that is not a document) makes
+    /// [`build`](Self::build) fail with a message naming the rule (`apps/…`).
+    ///
+    /// [`ViewSpec::html`]: super::ViewSpec::html
+    /// [`ViewSpec::html_file`]: super::ViewSpec::html_file
+    #[cfg(feature = "apps")]
+    pub fn view(self, spec: super::ViewSpec) -> Self {
+        let uri = spec.resource.uri.clone();
+        let entry = spec.into_parts().and_then(|parts| match parts.html {
+            Some(html) => resource::resource_entry_unchecked(parts.spec, move || {
+                let html = html.clone();
+                async move { html.read().await }
+            }),
+            None => Err(format!(
+                "view {uri:?}: it has no HTML: give it with ViewSpec::html or ViewSpec::html_file, or serve it with McpServer::view_with"
+            )),
+        });
+        self.register(entry)
+    }
+
+    /// Registers an MCP Apps view whose HTML `handler` returns on every read (a resource
+    /// handler: its parameters are extractors, it returns `String` or a `Result` of one).
+    /// The content takes the view's MIME type and `_meta.ui`; see [`view`](Self::view).
+    #[cfg(feature = "apps")]
+    pub fn view_with<H, T>(self, spec: super::ViewSpec, handler: H) -> Self
+    where
+        H: HandlerFn<T, S>,
+        H::Output: IntoReadResult,
+        T: 'static,
+    {
+        let entry = spec
+            .into_parts()
+            .and_then(|parts| resource::resource_entry_unchecked(parts.spec, handler));
+        self.register(entry)
+    }
+
+    /// Declares the MCP Apps extension even before any view is registered (for views added
+    /// while the server runs). Registering a view or a tool with [`ToolSpec::ui`] declares it
+    /// anyway.
+    #[cfg(feature = "apps")]
+    pub fn enable_apps(mut self) -> Self {
+        self.parts.apps.enabled = true;
+        self
+    }
+
+    /// Whether tools with a view also carry the deprecated flat `_meta["ui/resourceUri"]`
+    /// key next to `_meta.ui.resourceUri` (default on: some hosts still read only the flat
+    /// key; the specification will drop it).
+    #[cfg(feature = "apps")]
+    pub fn apps_flat_key(mut self, write: bool) -> Self {
+        self.parts.apps.flat_key = write;
+        self
+    }
+
     /// Serves `completion/complete` with `handler` and declares the `completions` capability.
     pub fn completion<F, Fut, R>(mut self, handler: F) -> Self
     where
@@ -450,6 +524,30 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 .values()
                 .filter_map(|t| t.def.unchecked(this.argument_check)),
         );
+        #[cfg(feature = "apps")]
+        let apps = {
+            let registry = &this.registry;
+            this.errors.extend(
+                registry
+                    .tools
+                    .values()
+                    .filter_map(|t| super::apps::check_tool(&t.def.tool, registry).err()),
+            );
+            let used = registry
+                .tools
+                .values()
+                .any(|t| super::apps::has_tool_ui(&t.def.tool))
+                || registry
+                    .resources
+                    .values()
+                    .any(|r| super::apps::is_view(&r.def));
+            if this.apps.flat_key {
+                for entry in this.registry.tools.values_mut() {
+                    super::apps::add_flat_key(&mut entry.def.tool);
+                }
+            }
+            this.apps.enabled || used
+        };
         if !this.errors.is_empty() {
             return Err(RegistrationError {
                 messages: this.errors,
@@ -482,6 +580,14 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
         if this.enable.logging {
             caps.logging = Some(JsonObject::new());
         }
+        #[cfg(feature = "apps")]
+        if apps {
+            // The server's settings are empty (the extension defines none).
+            caps.extensions.get_or_insert_default().insert(
+                arctern_types::apps::EXTENSION_ID.to_owned(),
+                serde_json::json!({}),
+            );
+        }
         // Scopes are checked before any other middleware sees the call: by a guard in front
         // of the others when there are any (or lists are filtered), otherwise by the handler
         // where it finds the entry (no middleware hop, no second lookup per request).
@@ -498,6 +604,8 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
                 sealing,
                 scope_guard,
                 argument_check: this.argument_check,
+                #[cfg(feature = "apps")]
+                apps_flat_key: this.apps.flat_key,
             }),
         };
         #[cfg(all(feature = "auth", feature = "http"))]

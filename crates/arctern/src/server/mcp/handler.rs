@@ -82,6 +82,9 @@ pub(super) struct HandlerInner<S> {
     pub(super) scope_guard: bool,
     /// How tools' arguments are checked, unless a tool says otherwise.
     pub(super) argument_check: ArgumentCheck,
+    /// Whether tools with a view carry the flat `ui/resourceUri` key too.
+    #[cfg(feature = "apps")]
+    pub(super) apps_flat_key: bool,
 }
 
 impl<S> McpHandler<S> {
@@ -162,6 +165,14 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
                 Some(why) => Err(why),
                 None => Ok(entry),
             }
+        });
+        #[cfg(feature = "apps")]
+        let entry = entry.and_then(|mut entry| {
+            super::apps::check_tool(&entry.def.tool, &self.inner.registry.load())?;
+            if self.inner.apps_flat_key {
+                super::apps::add_flat_key(&mut entry.def.tool);
+            }
+            Ok(entry)
         });
         self.add(entry)
     }
@@ -366,10 +377,17 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
     ) -> HandlerResult<Outcome<ReadResourceResult>> {
         let input = InputState::new(params.input_responses, params.request_state);
         let uri = params.uri;
+        // A view's `_meta.ui`, for the content items of its read.
+        #[cfg(feature = "apps")]
+        let mut stamp = None;
         let call = {
             let registry = self.inner.registry.load();
             if let Some(entry) = registry.resources.get(&uri) {
                 self.admit(&entry.scopes, &ctx, &uri)?;
+                #[cfg(feature = "apps")]
+                {
+                    stamp = super::apps::view_ui(&entry.def).map(|ui| (uri.clone(), ui));
+                }
                 let parts = CallParts::new(ctx, CallKind::Resource, uri, None, input);
                 let mime = entry.def.mime_type.clone();
                 entry.handler.call(parts, self.inner.state.clone(), mime)
@@ -390,6 +408,13 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
                 return Err(resource_not_found(&uri));
             }
         };
+        #[cfg(feature = "apps")]
+        if let Some((uri, ui)) = stamp {
+            return call.await.map(|mut outcome| {
+                super::apps::stamp_contents(&mut outcome, &uri, &ui);
+                outcome
+            });
+        }
         call.await
     }
 

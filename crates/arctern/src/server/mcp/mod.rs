@@ -46,6 +46,8 @@ macro_rules! common_setters {
     };
 }
 
+#[cfg(feature = "apps")]
+mod apps;
 mod builder;
 mod completion;
 mod entry;
@@ -60,6 +62,8 @@ mod uri_template;
 
 use std::fmt;
 
+#[cfg(feature = "apps")]
+pub use apps::ViewSpec;
 pub use builder::McpServer;
 pub use completion::{CompletionRequest, IntoCompletion};
 pub use handler::McpHandler;

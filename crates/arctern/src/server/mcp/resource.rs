@@ -271,6 +271,23 @@ where
     T: 'static,
     S: Send + 'static,
 {
+    #[cfg(feature = "apps")]
+    super::apps::check_view(&spec.resource, false)?;
+    resource_entry_unchecked(spec, handler)
+}
+
+/// A resource entry, without the MCP Apps checks (for views, checked with their own
+/// settings).
+pub(crate) fn resource_entry_unchecked<H, T, S>(
+    spec: ResourceSpec,
+    handler: H,
+) -> Result<Entry<Resources, S>, String>
+where
+    H: HandlerFn<T, S>,
+    H::Output: IntoReadResult,
+    T: 'static,
+    S: Send + 'static,
+{
     let uri = &spec.resource.uri;
     if uri.is_empty() {
         return Err("a resource needs a URI".into());

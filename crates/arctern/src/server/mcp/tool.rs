@@ -272,6 +272,9 @@ pub struct ToolSpec {
     pub(crate) task: Option<TaskSupport>,
     pub(crate) scopes: Vec<String>,
     pub(crate) argument_check: Option<ArgumentCheck>,
+    /// Its MCP Apps view and visibility, written into `_meta.ui` at registration.
+    #[cfg(feature = "apps")]
+    pub(crate) ui: Option<arctern_types::apps::UiToolMeta>,
 }
 
 impl ToolSpec {
@@ -287,7 +290,36 @@ impl ToolSpec {
             task: None,
             scopes: Vec::new(),
             argument_check: None,
+            #[cfg(feature = "apps")]
+            ui: None,
         }
+    }
+
+    /// Renders the tool's result in the MCP Apps view at `resource_uri` (a `ui://` URI
+    /// registered with [`McpServer::view`](crate::server::McpServer::view)): written as
+    /// `_meta.ui.resourceUri`, and by default under the flat `ui/resourceUri` key too (see
+    /// [`McpServer::apps_flat_key`](crate::server::McpServer::apps_flat_key)). The server
+    /// checks when it is built that the view exists. The tool's text result is still what
+    /// the model, and every host without Apps, sees.
+    #[cfg(feature = "apps")]
+    pub fn ui(mut self, resource_uri: impl Into<String>) -> Self {
+        self.ui.get_or_insert_default().resource_uri = Some(resource_uri.into());
+        self
+    }
+
+    /// Who may use the tool (`_meta.ui.visibility`): [`Visibility::MODEL`] (the agent),
+    /// [`Visibility::APP`] (a view of this server), or both, the default.
+    /// `[Visibility::APP]` makes an app-only tool, which hosts keep from the model.
+    ///
+    /// [`Visibility::MODEL`]: arctern_types::apps::Visibility::MODEL
+    /// [`Visibility::APP`]: arctern_types::apps::Visibility::APP
+    #[cfg(feature = "apps")]
+    pub fn visibility(
+        mut self,
+        visibility: impl IntoIterator<Item = arctern_types::apps::Visibility>,
+    ) -> Self {
+        self.ui.get_or_insert_default().visibility = Some(visibility.into_iter().collect());
+        self
     }
 
     /// How this tool's arguments are checked against its `inputSchema`, whatever the
@@ -403,6 +435,10 @@ where
     let (handler, signature) = erase::<Tools, _, _, _>(&format!("tool {name:?}"), handler)?;
     let asks = signature.uses_dependency_form();
     let mut tool = spec.tool;
+    #[cfg(feature = "apps")]
+    if let Some(ui) = spec.ui {
+        super::apps::write_tool_ui(&mut tool, &ui)?;
+    }
     if !spec.explicit_input_schema {
         let mut schema = signature.input_schema.unwrap_or_default();
         if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
