@@ -590,3 +590,70 @@ fn a_flow_answered_through_the_page_is_one_flow_with_its_rounds() {
         .collect();
     assert_eq!(sent, [&rounds[0]["id"], &rounds[1]["id"]]);
 }
+
+#[test]
+fn the_state_lab_shows_what_a_replayed_tampered_or_dropped_state_does() {
+    let demo = Demo::start();
+    let inspect = Inspect::start(demo.url(), &[]);
+    let id = inspect
+        .api(
+            "POST",
+            "/api/call",
+            Some(&json!({ "kind": "tool", "name": "book_hotel", "args": { "city": "Kyoto" } })),
+        )
+        .json()["flow"]
+        .as_u64()
+        .unwrap();
+    let q = inspect.questions(1).remove(0);
+    let path = format!("/api/questions/{}", q["id"]);
+    let answer = json!({ "action": "accept", "fields": { "hotel": "kyo-gion" } });
+    assert_eq!(inspect.api("POST", &path, Some(&answer)).status, 200);
+    assert_eq!(inspect.finished(id)["status"], "complete");
+    let lab = format!("/api/flows/{id}/lab");
+    let run = |action: &str, round: usize| {
+        let before = inspect.flow(id)["lab"].as_array().unwrap().len();
+        let r = inspect.api(
+            "POST",
+            &lab,
+            Some(&json!({ "round": round, "action": action })),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let runs = inspect.flow(id)["lab"].as_array().unwrap().clone();
+            if runs.len() > before {
+                return runs[before].clone();
+            }
+            assert!(Instant::now() < deadline, "the experiment never ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let tamper = run("tamper", 1);
+    assert!(
+        tamper["actual"].as_str().unwrap().contains("-32602"),
+        "{tamper}"
+    );
+    assert!(tamper["expected"].as_str().unwrap().contains("-32602"));
+    // Answered again, or refused by a server that lets a state be used once (the demo does).
+    let replay = run("replay", 1);
+    let actual = replay["actual"].as_str().unwrap();
+    assert!(
+        actual == "complete" || actual.contains("-32602"),
+        "{replay}"
+    );
+    let drop = run("drop", 1);
+    let actual = drop["actual"].as_str().unwrap();
+    assert!(
+        actual.starts_with("input_required") || actual.starts_with("error"),
+        "{drop}"
+    );
+    // Round 0 carried no state: nothing to tamper with.
+    let r = inspect.api(
+        "POST",
+        &lab,
+        Some(&json!({ "round": 0, "action": "tamper" })),
+    );
+    assert_eq!(r.status, 400);
+    let r = inspect.api("POST", &lab, Some(&json!({ "round": 1, "action": "move" })));
+    assert_eq!(r.status, 400);
+}

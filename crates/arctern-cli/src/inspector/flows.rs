@@ -148,6 +148,22 @@ pub struct Round {
     pub human_wait_ms: u64,
     /// The error, for an `error` round.
     pub error: Option<String>,
+    /// What the request carried, for the state lab.
+    #[serde(skip)]
+    sent: Continuation,
+}
+
+/// One experiment of the state lab: a round sent again, changed, and what came of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabRun {
+    /// `replay`, `tamper` or `drop`.
+    pub action: String,
+    /// The round sent again.
+    pub round: usize,
+    /// What a server that seals its state should answer.
+    pub expected: String,
+    /// What it answered.
+    pub actual: String,
 }
 
 /// One call, all of its rounds.
@@ -172,6 +188,11 @@ pub struct Flow {
     pub error: Option<String>,
     /// The same call from a terminal, answers included.
     pub command: String,
+    /// The state lab's experiments on this flow.
+    pub lab: Vec<LabRun>,
+    /// The call, for the state lab.
+    #[serde(skip)]
+    call: Option<Call>,
 }
 
 /// A question waiting for the page.
@@ -316,6 +337,8 @@ impl Inspector {
                 result: None,
                 error: None,
                 command: String::new(),
+                lab: Vec::new(),
+                call: Some(call.clone()),
             };
             flow.command = self.command(&flow);
             state.flows.push_back(flow);
@@ -379,6 +402,7 @@ impl Inspector {
                 latency_ms: 0,
                 human_wait_ms: 0,
                 error: None,
+                sent: next.clone(),
             };
             // A 2025 session asks while the call is open: those questions, answers and
             // waits belong to this round, and its wait is no latency.
@@ -587,6 +611,91 @@ impl Inspector {
         Ok(())
     }
 
+    /// The state lab: sends round `index` of flow `id` again, unchanged (`replay`), with one
+    /// byte of its `requestState` changed (`tamper`) or without it (`drop`), and notes what
+    /// the server answered next to what a server that seals its state should answer. This
+    /// breaks the client rule that the state goes back as it came: for servers you control.
+    pub fn lab(self: &Arc<Self>, id: u64, index: usize, action: &str) -> Result<(), Refusal> {
+        let (call, mut next) = {
+            let state = self.lock();
+            if state.active.is_some() {
+                return Err((409, "a call is running; try again when it is done".into()));
+            }
+            let flow = state
+                .flows
+                .iter()
+                .find(|f| f.id == id)
+                .ok_or((404, format!("no flow {id}")))?;
+            let round = flow
+                .rounds
+                .get(index)
+                .ok_or((404, format!("flow {id} has no round {index}")))?;
+            (
+                flow.call
+                    .clone()
+                    .ok_or((400, "no call to repeat".to_owned()))?,
+                round.sent.clone(),
+            )
+        };
+        let expected = match action {
+            "replay" => {
+                "the same answer as before; refused instead by a server that lets a state be used once"
+            }
+            "tamper" => {
+                "refused: -32602 \"Invalid or expired requestState\" (the sealed state no longer authenticates)"
+            }
+            "drop" => {
+                "the answers without their state: asked again from the start (input_required), or refused"
+            }
+            _ => {
+                return Err((
+                    400,
+                    format!("{action:?} is no experiment (replay, tamper or drop)"),
+                ));
+            }
+        };
+        match action {
+            "tamper" => {
+                let Some(state) = next.request_state.as_mut() else {
+                    return Err((400, format!("round {index} carried no requestState")));
+                };
+                *state = tampered(state);
+            }
+            "drop" => next.request_state = None,
+            _ => {}
+        }
+        let me = self.clone();
+        let action = action.to_owned();
+        tokio::spawn(async move {
+            let actual = match me.round(&call, next).await {
+                Ok(Outcome::Complete(_)) => "complete".to_owned(),
+                Ok(Outcome::InputRequired(irr)) => format!(
+                    "input_required, asking {}",
+                    questions(&irr)
+                        .iter()
+                        .map(|q| q.key.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Ok(Outcome::Task(_)) => "task".to_owned(),
+                Ok(_) => "an unknown result".to_owned(),
+                Err(e) => match e.protocol_error() {
+                    Some(o) => format!("error {} {:?}", o.code.0, o.message),
+                    None => format!("error: {e}"),
+                },
+            };
+            me.with_flow(id, |f| {
+                f.lab.push(LabRun {
+                    action,
+                    round: index,
+                    expected: expected.to_owned(),
+                    actual,
+                })
+            });
+        });
+        Ok(())
+    }
+
     /// `arctern call …` (or `prompt`, `read`) for `flow`, with the answers it was given.
     fn command(&self, flow: &Flow) -> String {
         let mut words: Vec<String> = vec!["arctern".into()];
@@ -651,6 +760,15 @@ impl Inspector {
             .collect::<Vec<_>>()
             .join(" ")
     }
+}
+
+/// `state` with its middle character changed to another one of the same alphabet.
+fn tampered(state: &str) -> String {
+    let mut bytes = state.as_bytes().to_vec();
+    if let Some(b) = bytes.get_mut(state.len() / 2) {
+        *b = if *b == b'A' { b'B' } else { b'A' };
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn millis(d: Duration) -> u64 {
@@ -894,6 +1012,20 @@ impl ClientHandler for Handler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tampering_changes_one_byte() {
+        let t = tampered("abcdef");
+        assert_eq!(t.len(), 6);
+        assert_eq!(
+            t.bytes()
+                .zip("abcdef".bytes())
+                .filter(|(a, b)| a != b)
+                .count(),
+            1
+        );
+        assert_eq!(tampered("AAA"), "ABA");
+    }
 
     #[test]
     fn state_info_tells_states_apart() {

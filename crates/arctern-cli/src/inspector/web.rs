@@ -66,6 +66,7 @@ pub fn router(inspector: Arc<Inspector>, guard: Arc<Guard>, max_body: usize) -> 
         .route("/api/questions", get(questions))
         .route("/api/questions/{id}", post(answer))
         .route("/api/frames", get(frames))
+        .route("/api/flows/{id}/lab", post(lab))
         .fallback(|| async { refuse(404, "not found") })
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(inspector)
@@ -326,4 +327,21 @@ async fn answer(State(i): Shared, Path(id): Path<u64>, body: Bytes) -> Response 
 async fn frames(State(i): Shared) -> Response {
     let (frames, dropped) = i.frames.snapshot();
     ok(json!({ "frames": frames, "dropped": dropped }))
+}
+
+/// `{"round": N, "action": "replay" | "tamper" | "drop"}`: see [`Inspector::lab`].
+async fn lab(State(i): Shared, Path(id): Path<u64>, body: Bytes) -> Response {
+    let body = match body_json(&body) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let round = body
+        .get("round")
+        .and_then(Value::as_u64)
+        .unwrap_or(u64::MAX);
+    let action = body.get("action").and_then(Value::as_str).unwrap_or("");
+    match i.lab(id, usize::try_from(round).unwrap_or(usize::MAX), action) {
+        Ok(()) => ok(json!({ "ok": true })),
+        Err((status, message)) => refuse(status, &message),
+    }
 }

@@ -292,6 +292,11 @@ async function pollQuestions() {
 
 let flowsSeen = "";
 let flows = [];
+let labOn = false;
+
+async function lab(flow, round, action) {
+  try { await api(`/api/flows/${flow}/lab`, { round, action }); } catch (e) { notice(e.message); }
+}
 
 const ms = (n) => (n === undefined || n === null ? "" : n + " ms");
 const state = (s) => (s ? `${s.bytes} B · ${s.hash}` : "—");
@@ -340,7 +345,13 @@ function flowView(f) {
     h("td", { className: "state-received" }, state(r.stateReceived)),
     h("td", {}, ms(r.latencyMs)),
     h("td", { className: "human-wait" }, ms(r.humanWaitMs)),
-    h("td", { className: "error" }, text(r.error))));
+    h("td", { className: "error" }, text(r.error)),
+    labOn && f.status !== "running" ? h("td", { className: "lab" },
+      h("button", { className: "secondary lab-replay", on: { click: () => lab(f.id, r.index, "replay") } }, "Replay"),
+      r.stateSent ? h("button", { className: "secondary lab-tamper", on: { click: () => lab(f.id, r.index, "tamper") } }, "Tamper one byte") : null,
+      r.stateSent ? h("button", { className: "secondary lab-drop", on: { click: () => lab(f.id, r.index, "drop") } }, "Drop state") : null) : null));
+  const labRuns = (f.lab || []).map((l) => h("tr", { className: "lab-run" },
+    h("td", {}, `${l.action} round ${l.round}`), h("td", {}, "expected: " + l.expected), h("td", { className: "lab-actual" }, "actual: " + l.actual)));
   return h("div", { className: "panel flow", attrs: { "data-flow": String(f.id) } },
     h("div", { className: "head" }, h("h2", {}, `#${f.id} ${f.kind} ${f.target}`),
       h("span", { className: "status status-" + f.status }, f.status),
@@ -348,6 +359,7 @@ function flowView(f) {
     h("div", { className: "hint" }, "arguments: " + JSON.stringify(f.arguments)),
     h("table", {}, h("thead", {}, h("tr", {}, ["round", "id", "resultType", "questions", "answers", "state sent", "state received", "latency", "human wait", "error"].map((c) => h("th", {}, c)))),
       h("tbody", {}, rows)),
+    labRuns.length ? h("table", { className: "lab-runs" }, h("tbody", {}, labRuns)) : null,
     f.error ? h("div", { className: "error flow-error" }, f.error) : null,
     f.result !== null && f.result !== undefined ? resultView(f.result) : null,
     copy, h("code", { className: "command" }, f.command));
@@ -355,7 +367,10 @@ function flowView(f) {
 
 async function renderTimeline() {
   const root = $("view-timeline");
-  root.replaceChildren(flows.length ? "" : h("p", { className: "muted" }, "No calls yet: call a tool, get a prompt or read a resource."),
+  const toggle = h("input", { type: "checkbox", id: "lab-toggle", checked: labOn, on: { change: () => { labOn = toggle.checked; renderTimeline(); } } });
+  const warning = h("label", { className: "hint", htmlFor: "lab-toggle" }, toggle,
+    " State lab: send a round again unchanged, with one byte of its requestState changed, or without it. This breaks the rule that a client echoes the state as it came: use it on servers you control.");
+  root.replaceChildren(warning, flows.length ? "" : h("p", { className: "muted" }, "No calls yet: call a tool, get a prompt or read a resource."),
     ...flows.slice().reverse().map(flowView));
 }
 
