@@ -179,26 +179,6 @@ pub(crate) fn arguments_of(params: &RawValue) -> Option<JsonObject> {
         .and_then(|p| p.arguments)
 }
 
-/// A raw result's `resultType`, as a span attribute names it.
-pub(crate) fn result_type_of(raw: &RawValue) -> &'static str {
-    match result_kind(raw) {
-        Ok(Kind::InputRequired) => "input_required",
-        Ok(Kind::Complete) => "complete",
-        Ok(Kind::Task) => "task",
-        Ok(Kind::Unknown(_)) | Err(_) => "unknown",
-    }
-}
-
-/// Whether a raw result is a tool's error (`isError: true`).
-pub(crate) fn is_tool_error_result(raw: &RawValue) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        #[serde(rename = "isError", default)]
-        is_error: Option<bool>,
-    }
-    serde_json::from_str::<Probe>(raw.get()).is_ok_and(|p| p.is_error == Some(true))
-}
-
 /// The `_meta` of a legacy request: a progress token when one is wanted, and trace context.
 #[derive(Serialize)]
 struct LegacyMeta<'a> {

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use super::{MetaExtractor, TraceFields, TracerKind, attr, seconds_since};
 use crate::Error;
 use crate::client::middleware::{Answer, BoxFuture, Middleware, Next, Request};
+use crate::client::wire;
 
 /// The client's OpenTelemetry instrumentation: where its tracer and meter come from.
 ///
@@ -287,10 +288,10 @@ impl ClientObservation {
         match outcome {
             Ok(raw) => {
                 if mrtr {
-                    let kind = crate::client::wire::result_type_of(raw);
+                    let kind = result_type_of(raw);
                     o.attributes.push(KeyValue::new(attr::RESULT_TYPE, kind));
                 }
-                if crate::client::wire::is_tool_error_result(raw) {
+                if is_tool_error_result(raw) {
                     o.attributes
                         .push(KeyValue::new(attr::ERROR_TYPE, "tool_error"));
                     if recording {
@@ -465,4 +466,24 @@ pub(crate) fn resumed_parent(resumed: Option<&TraceFields>) -> (Context, Vec<Lin
     } else {
         (carried, Vec::new())
     }
+}
+
+/// A raw result's `resultType`, as a span attribute names it.
+fn result_type_of(raw: &RawValue) -> &'static str {
+    match wire::result_kind(raw) {
+        Ok(wire::Kind::InputRequired) => "input_required",
+        Ok(wire::Kind::Complete) => "complete",
+        Ok(wire::Kind::Task) => "task",
+        Ok(wire::Kind::Unknown(_)) | Err(_) => "unknown",
+    }
+}
+
+/// Whether a raw result is a tool's error (`isError: true`).
+fn is_tool_error_result(raw: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<Probe>(raw.get()).is_ok_and(|p| p.is_error == Some(true))
 }
