@@ -278,6 +278,11 @@ pub mod attr {
     /// `reason` of a rejected request state (`malformed`, `unverified`, `expired`,
     /// `mismatch`, `replayed`).
     pub const REASON: &str = "reason";
+    /// `arctern.mcp.budget`: the budget a refused call was over (`oneTimeFlows`,
+    /// `runningTasks`, `storedTasks`).
+    pub const BUDGET: &str = "arctern.mcp.budget";
+    /// `arctern.mcp.budget.scope`: `caller` (its share) or `server` (the whole budget).
+    pub const BUDGET_SCOPE: &str = "arctern.mcp.budget.scope";
 }
 
 /// Metric and event names.
@@ -294,6 +299,9 @@ pub mod names {
     pub const FLOW_ROUNDS: &str = "arctern.mcp.flow.rounds";
     /// Request states the server refused, by reason (counter and span event).
     pub const STATE_REJECTED: &str = "arctern.mcp.request_state.rejected";
+    /// Calls refused because their caller was over a budget or the budget was full, by
+    /// budget and scope (counter; see the budgets guide).
+    pub const BUDGET_REFUSED: &str = "arctern.mcp.budget.refused";
 }
 
 /// Whether a JSON-RPC error code is the caller's fault, which the conventions say a server

@@ -78,6 +78,7 @@ pub(crate) struct Instruments {
     flow_duration: Histogram<f64>,
     flow_rounds: Histogram<u64>,
     rejected: Counter<u64>,
+    over_budget: Counter<u64>,
 }
 
 impl Instruments {
@@ -103,6 +104,11 @@ impl Instruments {
                 .u64_counter(names::STATE_REJECTED)
                 .with_unit("{state}")
                 .with_description("Request states the server refused, by reason")
+                .build(),
+            over_budget: meter
+                .u64_counter(names::BUDGET_REFUSED)
+                .with_unit("{call}")
+                .with_description("Calls refused over a budget, by budget and scope")
                 .build(),
         }
     }
@@ -211,6 +217,7 @@ pub(crate) struct Observed {
     flow_started: Option<SystemTime>,
     flow_trace: Option<FlowTrace>,
     rejection: Option<RejectReason>,
+    over_budget: Option<crate::server::budget::OverBudget>,
     input_required: bool,
     error: Option<(i32, String)>,
     tool_error: bool,
@@ -259,6 +266,7 @@ impl Observation {
             flow_started: None,
             flow_trace: None,
             rejection: None,
+            over_budget: None,
             input_required: false,
             error: None,
             tool_error: false,
@@ -365,6 +373,7 @@ impl Observation {
     /// The error the request ended with.
     pub(crate) fn failed(&mut self, error: &ErrorObject) {
         if let Observation::Full(o) = self {
+            o.over_budget = crate::server::budget::OverBudget::from_error(error);
             o.error = Some((error.code.0, error.message.to_string()));
         }
     }
@@ -394,6 +403,7 @@ impl Observation {
             if error.code.0 == -32602 && error.message == INVALID_STATE_MESSAGE {
                 o.rejection.get_or_insert(RejectReason::Malformed);
             }
+            o.over_budget = crate::server::budget::OverBudget::from_error(&error);
             o.error = Some((error.code.0, error.message.into_owned()));
         }
         self.finish();
@@ -625,6 +635,15 @@ impl Observed {
             instruments
                 .rejected
                 .add(1, &[KeyValue::new(attr::REASON, reason_group(reason))]);
+        }
+        if let Some(refusal) = self.over_budget {
+            instruments.over_budget.add(
+                1,
+                &[
+                    KeyValue::new(attr::BUDGET, refusal.budget().as_str()),
+                    KeyValue::new(attr::BUDGET_SCOPE, refusal.scope().as_str()),
+                ],
+            );
         }
         let mut attributes = self.common_attributes();
         attributes.extend(outcome);

@@ -155,7 +155,8 @@ pub enum Scope {
 }
 
 impl Scope {
-    fn as_str(self) -> &'static str {
+    /// The scope's name on the wire (`data.scope` of an [`OverBudget`] error).
+    pub fn as_str(self) -> &'static str {
         match self {
             Scope::Caller => "caller",
             Scope::Server => "server",
