@@ -119,7 +119,10 @@ async fn exercise(era: Era) {
 
     // A handler's view: the MIME type and metadata are the view's; the context knows the
     // client renders views, on both eras.
-    let live = client.read_resource("ui://inventory/live.html").await.unwrap();
+    let live = client
+        .read_resource("ui://inventory/live.html")
+        .await
+        .unwrap();
     let [ResourceContents::Text(item)] = live.contents.as_slice() else {
         panic!("{live:?}")
     };
@@ -219,15 +222,17 @@ async fn views_come_from_files_and_tools_added_later_are_checked() {
 
     let handler = server.handler();
     let e = handler
-        .add_tool(ToolSpec::new("lost").ui("ui://files/missing.html"), || async {
-            "x"
-        })
+        .add_tool(
+            ToolSpec::new("lost").ui("ui://files/missing.html"),
+            || async { "x" },
+        )
         .unwrap_err();
     assert!(e.to_string().contains("apps/view-exists"), "{e}");
     handler
-        .add_tool(ToolSpec::new("found").ui("ui://files/view.html"), || async {
-            "x"
-        })
+        .add_tool(
+            ToolSpec::new("found").ui("ui://files/view.html"),
+            || async { "x" },
+        )
         .unwrap();
     let tools = t.client().list_tools().await.unwrap();
     let found = tools.iter().find(|t| t.name == "found").unwrap();
@@ -252,9 +257,8 @@ fn misconfigured_servers_fail_to_build_naming_the_rule() {
             "must start with ui://",
         ),
         (
-            McpServer::new("a").tool_spec(ToolSpec::new("t").ui("ui://nowhere.html"), || async {
-                "x"
-            }),
+            McpServer::new("a")
+                .tool_spec(ToolSpec::new("t").ui("ui://nowhere.html"), || async { "x" }),
             "apps/view-exists",
             "\"ui://nowhere.html\" is not registered",
         ),
@@ -320,9 +324,10 @@ fn misconfigured_servers_fail_to_build_naming_the_rule() {
         (
             McpServer::new("a")
                 .view(ViewSpec::new("ui://a/v.html", "v").html(html))
-                .tool_spec(ToolSpec::new("t").ui("ui://a/v.html").visibility([]), || async {
-                    "x"
-                }),
+                .tool_spec(
+                    ToolSpec::new("t").ui("ui://a/v.html").visibility([]),
+                    || async { "x" },
+                ),
             "apps/visibility",
             "empty",
         ),
@@ -330,8 +335,12 @@ fn misconfigured_servers_fail_to_build_naming_the_rule() {
             McpServer::new("a")
                 .view(ViewSpec::new("ui://a/v.html", "v").html(html))
                 .tool_spec(
-                    ToolSpec::new("t")
-                        .meta(serde_json::from_value(json!({"ui": {"resourceUri": "ui://a/v.html", "csp": {}}})).unwrap()),
+                    ToolSpec::new("t").meta(
+                        serde_json::from_value(
+                            json!({"ui": {"resourceUri": "ui://a/v.html", "csp": {}}}),
+                        )
+                        .unwrap(),
+                    ),
                     || async { "x" },
                 ),
             "apps/tool-meta",
