@@ -68,7 +68,7 @@ struct CheckArgs {
 /// Runs `arctern apps …`.
 pub async fn run(a: AppsArgs, format: Format) -> Result<Exit, Failure> {
     match a.command {
-        AppsCommand::Check(a) => check(a, format).await,
+        AppsCommand::Check(a) => crate::within(a.conn.whole_timeout(), check(a, format)).await,
     }
 }
 

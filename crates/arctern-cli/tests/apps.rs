@@ -13,7 +13,7 @@ use arctern::types::{
     ListToolsRequestParams, ListToolsResult, ReadResourceRequestParams, ReadResourceResult,
 };
 use arctern_cli::demo;
-use common::{run, serve};
+use common::{ARCTERN, quote, run, serve};
 use serde_json::json;
 
 #[test]
@@ -204,4 +204,19 @@ fn a_broken_server_is_flagged_rule_by_rule() {
 
     // Bad command lines are usage errors.
     assert_eq!(run(&["apps", "check", &url, "--call", "x=[1]"]).code, 2);
+}
+
+#[test]
+fn the_demo_passes_over_stdio() {
+    let command = format!("{} serve --stdio", quote(std::path::Path::new(ARCTERN)));
+    let check = run(&["apps", "check", "--stdio", &command, "--output", "json"]);
+    assert_eq!(check.code, 0, "{check:?}");
+    let report = &check.json()["result"];
+    assert_eq!(report["errors"], 0, "{report}");
+    // Only the text fallback is left unchecked, since no tool was named to call.
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().all(|f| f["severity"] == "skipped"),
+        "{report}"
+    );
 }

@@ -9,6 +9,7 @@ use arctern::apps::{
 };
 use arctern::client::Client;
 use arctern::server::{McpServer, RequestContext, ToolSpec};
+use arctern::testing::apps::AppsCheck;
 use arctern::testing::{TestClient, text};
 use arctern::types::ResourceContents;
 use serde_json::json;
@@ -131,6 +132,16 @@ async fn exercise(era: Era) {
 
     let result = t.call_tool("show_inventory", json!({})).await.unwrap();
     assert_eq!(text(&result), "12 items (shown in the dashboard)");
+
+    // What a host checks, from the client's side: nothing to report.
+    let report = AppsCheck::new()
+        .call("show_inventory", json!({}))
+        .call("refresh", json!({}))
+        .run(client)
+        .await
+        .unwrap();
+    report.assert_clean();
+    assert_eq!((report.tools_checked(), report.views_checked()), (2, 2));
 }
 
 #[tokio::test]
