@@ -251,6 +251,21 @@ async fn views_come_from_files_and_tools_added_later_are_checked() {
         found.ui_meta().unwrap().unwrap(),
         UiToolMeta::new("ui://files/view.html")
     );
+    // Views too, with the same checks.
+    let e = handler
+        .add_view(ViewSpec::new("ui://files/late.html", "late").html("<p>"))
+        .unwrap_err();
+    assert!(e.to_string().contains("apps/html-document"), "{e}");
+    handler
+        .add_view(ViewSpec::new("ui://files/late.html", "late").html("<html></html>"))
+        .unwrap();
+    handler
+        .add_tool(ToolSpec::new("late").ui("ui://files/late.html"), || async {
+            "x"
+        })
+        .unwrap();
+    let late = t.read_resource("ui://files/late.html").await.unwrap();
+    assert_eq!(late.contents[0].ui_meta().unwrap(), None);
 }
 
 /// The error of building `server`, with the rule it names.

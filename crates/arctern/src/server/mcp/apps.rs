@@ -177,6 +177,23 @@ impl ViewSpec {
     }
 }
 
+/// The registry entry of a view whose HTML its spec holds.
+pub(crate) fn view_entry<S: Clone + Send + Sync + 'static>(
+    spec: ViewSpec,
+) -> Result<super::entry::Entry<super::resource::Resources, S>, String> {
+    let uri = spec.resource.uri.clone();
+    let parts = spec.into_parts()?;
+    match parts.html {
+        Some(html) => super::resource::resource_entry_unchecked(parts.spec, move || {
+            let html = html.clone();
+            async move { html.read().await }
+        }),
+        None => Err(format!(
+            "view {uri:?}: it has no HTML: give it with ViewSpec::html or ViewSpec::html_file, or serve it with McpServer::view_with"
+        )),
+    }
+}
+
 fn check_html(what: &str, text: &str) -> Result<(), String> {
     if is_html_document(text) {
         Ok(())
