@@ -57,7 +57,14 @@ async fn read_python_server(url: &str, era: Era) {
         csp.resource_domains.as_deref(),
         Some(&["https://cdn.example.com".to_owned()][..])
     );
-    assert!(listed_ui.permissions.as_ref().unwrap().clipboard_write.is_some());
+    assert!(
+        listed_ui
+            .permissions
+            .as_ref()
+            .unwrap()
+            .clipboard_write
+            .is_some()
+    );
     assert_eq!(listed_ui.prefers_border, Some(true));
 
     let read = client.read_resource(VIEW).await.unwrap();

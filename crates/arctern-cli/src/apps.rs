@@ -68,15 +68,16 @@ struct CheckArgs {
 /// Runs `arctern apps …`.
 pub async fn run(a: AppsArgs, format: Format) -> Result<Exit, Failure> {
     match a.command {
-        AppsCommand::Check(a) => check(a, format).await,
+        AppsCommand::Check(a) => crate::within(a.conn.whole_timeout(), check(a, format)).await,
     }
 }
 
 fn parse_call(spec: &str) -> Result<(String, Value), Failure> {
     let (name, args) = match spec.split_once('=') {
         Some((name, json)) => {
-            let args: Value = serde_json::from_str(json)
-                .map_err(|e| Failure::usage(format!("--call {spec:?}: the arguments are not JSON: {e}")))?;
+            let args: Value = serde_json::from_str(json).map_err(|e| {
+                Failure::usage(format!("--call {spec:?}: the arguments are not JSON: {e}"))
+            })?;
             if !args.is_object() {
                 return Err(Failure::usage(format!(
                     "--call {spec:?}: the arguments must be a JSON object"
@@ -103,9 +104,7 @@ async fn check(a: CheckArgs, format: Format) -> Result<Exit, Failure> {
         no_input: true,
         ..AnswerArgs::default()
     })?;
-    let client = session
-        .connect_as(&endpoint, &a.conn, |b| b.apps())
-        .await?;
+    let client = session.connect_as(&endpoint, &a.conn, |b| b.apps()).await?;
     let report = check.run(&client).await;
     let _ = client.close().await;
     let report = report.map_err(|e| Failure::from_client(&e, "listing the server"))?;
@@ -179,8 +178,12 @@ fn print_report(report: &AppsReport, format: Format) {
 /// and sandbox settings (the content item's `_meta.ui`, else the listing's). Nothing is
 /// called.
 pub async fn app_info(client: &Client, tool: &Tool, format: Format) -> Result<Exit, Failure> {
-    let ui = UiToolMeta::from_tool(tool)
-        .map_err(|e| Failure::new(Exit::Connection, format!("tool {:?}: its _meta.ui is malformed: {e}", tool.name)))?;
+    let ui = UiToolMeta::from_tool(tool).map_err(|e| {
+        Failure::new(
+            Exit::Connection,
+            format!("tool {:?}: its _meta.ui is malformed: {e}", tool.name),
+        )
+    })?;
     let uri = ui.as_ref().and_then(|u| u.resource_uri.clone());
     let mut info = json!({
         "tool": tool.name,
@@ -196,7 +199,10 @@ pub async fn app_info(client: &Client, tool: &Tool, format: Format) -> Result<Ex
         let item = read.contents.first();
         let mut view_ui = item.and_then(|c| c.ui_meta().ok().flatten());
         if view_ui.is_none() {
-            let listed = crate::inspect::list_resources(client).await.map(|(r, _)| r).unwrap_or_default();
+            let listed = crate::inspect::list_resources(client)
+                .await
+                .map(|(r, _)| r)
+                .unwrap_or_default();
             view_ui = listed
                 .iter()
                 .find(|r| &r.uri == uri)

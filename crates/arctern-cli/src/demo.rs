@@ -512,7 +512,9 @@ fn build(provision_scopes: &[&str]) -> McpServer {
         )
         .tool_spec(
             ToolSpec::new("show_echo")
-                .description("Returns its text, shown in an MCP Apps view by hosts that render them.")
+                .description(
+                    "Returns its text, shown in an MCP Apps view by hosts that render them.",
+                )
                 .ui(ECHO_VIEW),
             show_echo,
         )

@@ -273,12 +273,13 @@ mod tests {
             Exit::Connection,
             Exit::Input,
             Exit::Local,
+            Exit::Findings,
             Exit::Interrupted,
         ]
         .iter()
         .map(|e| e.code())
         .collect();
-        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 130]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 5, 1, 130]);
     }
 
     #[test]

@@ -50,7 +50,7 @@
 //! | code | meaning |
 //! | --- | --- |
 //! | 0 | success |
-//! | 1 | the tool ran and reported an error (`isError`) |
+//! | 1 | the tool ran and reported an error (`isError`); for `apps check`, a rule failed |
 //! | 2 | usage error: bad flags, an argument that does not fit the tool's schema, an unknown tool or prompt, a malformed or unfitting `--answer` (or one the server did not accept) |
 //! | 3 | connection or protocol failure: the server could not be reached or started, answered with a JSON-RPC error, or timed out |
 //! | 4 | input required but not given: a question with no `--answer` when stdin is not a terminal, a question this command cannot answer (sampling without `--sampling-command`, roots without `--root`), a declined or cancelled question that kept the request from completing, or pages to open first (`-32042`) |
@@ -92,7 +92,7 @@ use crate::session::{AnswerArgs, CapabilityArgs, ConnectArgs, Endpoint, Session,
 const EXIT_CODES: &str = "\
 Exit codes:
   0    success
-  1    the tool ran and reported an error (isError)
+  1    the tool ran and reported an error (isError); for apps check, a rule failed
   2    usage error: bad flags, an argument that does not fit the tool's schema, an unknown
        tool or prompt, a malformed or unfitting --answer (or one the server did not accept)
   3    connection or protocol failure: the server could not be reached or started,

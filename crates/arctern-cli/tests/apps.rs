@@ -13,20 +13,29 @@ use arctern::types::{
     ListToolsRequestParams, ListToolsResult, ReadResourceRequestParams, ReadResourceResult,
 };
 use arctern_cli::demo;
-use common::{run, serve};
+use common::{ARCTERN, quote, run, serve};
 use serde_json::json;
 
 #[test]
 fn the_demo_passes_and_its_view_is_a_small_app() {
     let url = serve(demo::server().unwrap());
     let check = run(&[
-        "apps", "check", &url, "--call", "show_echo={\"text\":\"hi\"}", "--output", "json",
+        "apps",
+        "check",
+        &url,
+        "--call",
+        "show_echo={\"text\":\"hi\"}",
+        "--output",
+        "json",
     ]);
     assert_eq!(check.code, 0, "{check:?}");
     let report = &check.json()["result"];
     assert_eq!(report["passed"], true, "{report}");
     assert_eq!(report["extensionDeclared"], true);
-    assert_eq!((report["tools"].as_u64(), report["views"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (report["tools"].as_u64(), report["views"].as_u64()),
+        (Some(1), Some(1))
+    );
     assert_eq!(report["errors"], 0);
     assert_eq!(report["warnings"], 0, "{report}");
 
@@ -71,9 +80,7 @@ impl Handler for Broken {
         _ctx: RequestContext,
         _params: ListToolsRequestParams,
     ) -> HandlerResult<Listed<ListToolsResult>> {
-        let tool = |name: &str, meta: serde_json::Value| {
-            json!({"name": name, "inputSchema": {"type": "object"}, "_meta": meta})
-        };
+        let tool = |name: &str, meta: serde_json::Value| json!({"name": name, "inputSchema": {"type": "object"}, "_meta": meta});
         Ok(value::<ListToolsResult>(json!({"tools": [
             tool("empty", json!({"ui": {"resourceUri": "ui://broken/view.html"}})),
             tool("nowhere", json!({"ui": {"resourceUri": "ui://broken/missing.html", "csp": {}},
@@ -160,23 +167,56 @@ fn a_broken_server_is_flagged_rule_by_rule() {
         ("apps/text-fallback", "error", "empty"),
         ("apps/text-fallback", "skipped", "split"),
     ] {
-        assert!(has(rule, severity, subject), "{rule} {severity} {subject} in {findings:#?}");
+        assert!(
+            has(rule, severity, subject),
+            "{rule} {severity} {subject} in {findings:#?}"
+        );
     }
     // Two CSP sources dropped (the `;` and the lone `*`); with wildcards allowed, one.
     let csp = |r: &serde_json::Value| {
-        r["findings"].as_array().unwrap().iter().filter(|f| f["rule"] == "apps/csp-source").count()
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == "apps/csp-source")
+            .count()
     };
     assert_eq!(csp(report), 2);
-    let lenient = run(&["apps", "check", &url, "--allow-wildcard-csp", "--output", "json"]);
+    let lenient = run(&[
+        "apps",
+        "check",
+        &url,
+        "--allow-wildcard-csp",
+        "--output",
+        "json",
+    ]);
     assert_eq!(csp(&lenient.json()["result"]), 1);
 
     // Text output: one line per finding, and a summary naming the failed rules.
     let text = run(&["apps", "check", &url]);
     assert_eq!(text.code, 1, "{text:?}");
     assert!(text.stdout.contains("error    apps/mime-type"), "{text:?}");
-    assert!(text.stdout.contains("skipped  apps/text-fallback"), "{text:?}");
+    assert!(
+        text.stdout.contains("skipped  apps/text-fallback"),
+        "{text:?}"
+    );
     assert!(text.stdout.contains("error(s)"), "{text:?}");
 
     // Bad command lines are usage errors.
     assert_eq!(run(&["apps", "check", &url, "--call", "x=[1]"]).code, 2);
+}
+
+#[test]
+fn the_demo_passes_over_stdio() {
+    let command = format!("{} serve --stdio", quote(std::path::Path::new(ARCTERN)));
+    let check = run(&["apps", "check", "--stdio", &command, "--output", "json"]);
+    assert_eq!(check.code, 0, "{check:?}");
+    let report = &check.json()["result"];
+    assert_eq!(report["errors"], 0, "{report}");
+    // Only the text fallback is left unchecked, since no tool was named to call.
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().all(|f| f["severity"] == "skipped"),
+        "{report}"
+    );
 }

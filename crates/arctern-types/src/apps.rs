@@ -178,7 +178,10 @@ impl UiToolMeta {
             meta.insert(META_KEY.to_owned(), value);
         }
         if let (true, Some(uri)) = (flat_key, &self.resource_uri) {
-            meta.insert(LEGACY_RESOURCE_URI_KEY.to_owned(), Value::String(uri.clone()));
+            meta.insert(
+                LEGACY_RESOURCE_URI_KEY.to_owned(),
+                Value::String(uri.clone()),
+            );
         }
     }
 }
@@ -496,7 +499,9 @@ pub fn check_csp_source(source: &str, allow_wildcard: bool) -> Result<(), CspSou
     }) {
         return fail(match c {
             ';' | ',' => "contains `;` or `,`, which would end the directive",
-            '\'' | '"' => "contains a quote: keywords such as 'self' are not sources a view may ask for",
+            '\'' | '"' => {
+                "contains a quote: keywords such as 'self' are not sources a view may ask for"
+            }
             '<' | '>' => "contains `<` or `>`",
             '\\' => "contains a backslash",
             _ if c.is_whitespace() => "contains blank space",
@@ -553,13 +558,15 @@ pub fn check_csp_source(source: &str, allow_wildcard: bool) -> Result<(), CspSou
     }
     let name = host.strip_prefix("*.").unwrap_or(host);
     let name = name.strip_suffix('.').unwrap_or(name);
-    let label_ok = |l: &str| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let label_ok =
+        |l: &str| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
     if name.is_empty() || !name.split('.').all(label_ok) {
         return fail("has an invalid host (letters, digits, `-` and dots, optionally behind `*.`)");
     }
-    if !path.bytes().all(|b| {
-        b.is_ascii_alphanumeric() || b"-._~%!$&()*+=:@/".contains(&b)
-    }) {
+    if !path
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&()*+=:@/".contains(&b))
+    {
         return fail("has an invalid path");
     }
     Ok(())
@@ -650,7 +657,9 @@ impl Rule {
             Rule::HtmlDocument => "a view's content is an HTML document",
             Rule::CspSource => "CSP sources fit the grammar hosts accept",
             Rule::Visibility => "a tool's visibility lists only model and app, and not none",
-            Rule::ToolMeta => "a tool's _meta.ui has no csp or permissions, and agrees with ui/resourceUri",
+            Rule::ToolMeta => {
+                "a tool's _meta.ui has no csp or permissions, and agrees with ui/resourceUri"
+            }
             Rule::ResourceMeta => "a view's _meta.ui has the shape of McpUiResourceMeta",
             Rule::ContentMeta => "the content resources/read returns carries the view's _meta.ui",
             Rule::FlatKey => "tools also carry the flat ui/resourceUri key older hosts read",
@@ -678,7 +687,8 @@ mod tests {
 
     #[test]
     fn tool_meta_reads_both_keys_and_writes_both() {
-        let meta: Meta = serde_json::from_value(json!({"ui/resourceUri": "ui://a/b.html"})).unwrap();
+        let meta: Meta =
+            serde_json::from_value(json!({"ui/resourceUri": "ui://a/b.html"})).unwrap();
         let ui = UiToolMeta::from_meta(&meta).unwrap().unwrap();
         assert_eq!(ui.resource_uri.as_deref(), Some("ui://a/b.html"));
         assert!(ui.is_visible_to_model() && ui.is_callable_by_app());
@@ -695,7 +705,9 @@ mod tests {
         assert!(UiToolMeta::from_meta(&serde_json::from_value(json!({"ui": 3})).unwrap()).is_err());
 
         let mut out = Meta::new();
-        UiToolMeta::new("ui://x").with_visibility([Visibility::MODEL]).write_to(&mut out, true);
+        UiToolMeta::new("ui://x")
+            .with_visibility([Visibility::MODEL])
+            .write_to(&mut out, true);
         assert_eq!(
             Value::Object(out),
             json!({"ui": {"resourceUri": "ui://x", "visibility": ["model"]}, "ui/resourceUri": "ui://x"})
@@ -710,10 +722,16 @@ mod tests {
         let caps = |ext: Value| -> ClientCapabilities {
             serde_json::from_value(json!({"extensions": ext})).unwrap()
         };
-        assert!(client_supports_apps(&caps(json!({EXTENSION_ID: {"mimeTypes": [MIME_TYPE]}}))));
+        assert!(client_supports_apps(&caps(
+            json!({EXTENSION_ID: {"mimeTypes": [MIME_TYPE]}})
+        )));
         assert!(!client_supports_apps(&caps(json!({EXTENSION_ID: {}}))));
-        assert!(!client_supports_apps(&caps(json!({EXTENSION_ID: {"mimeTypes": ["text/html"]}}))));
-        assert!(!client_supports_apps(&caps(json!({EXTENSION_ID: {"mimeTypes": "x"}}))));
+        assert!(!client_supports_apps(&caps(
+            json!({EXTENSION_ID: {"mimeTypes": ["text/html"]}})
+        )));
+        assert!(!client_supports_apps(&caps(
+            json!({EXTENSION_ID: {"mimeTypes": "x"}})
+        )));
         assert!(!client_supports_apps(&ClientCapabilities::default()));
         assert_eq!(
             serde_json::to_value(UiClientCapabilities::apps()).unwrap(),

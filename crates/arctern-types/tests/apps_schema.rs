@@ -13,7 +13,11 @@ use serde_json::{Value, json};
 fn round_trip<T: Serialize + DeserializeOwned>(def: &str, json: Value) -> T {
     validate_for(APPS, def, &json).unwrap_or_else(|e| panic!("{e}\n  value: {json}"));
     let t: T = serde_json::from_value(json.clone()).unwrap();
-    assert_eq!(serde_json::to_value(&t).unwrap(), json, "round trip of {def}");
+    assert_eq!(
+        serde_json::to_value(&t).unwrap(),
+        json,
+        "round trip of {def}"
+    );
     t
 }
 

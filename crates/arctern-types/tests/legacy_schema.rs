@@ -78,7 +78,14 @@ fn handshake_validates() {
     )
     .with_instructions("Use the tools.");
     // Extensions are announced on the legacy wire too (2025-era hosts read MCP Apps there).
-    assert!(result.capabilities.extensions.as_ref().unwrap().contains_key("io.example/x"));
+    assert!(
+        result
+            .capabilities
+            .extensions
+            .as_ref()
+            .unwrap()
+            .contains_key("io.example/x")
+    );
     both("InitializeResult", &result);
     both(
         "JSONRPCMessage",

@@ -9,6 +9,7 @@ use arctern::apps::{
 };
 use arctern::client::Client;
 use arctern::server::{McpServer, RequestContext, ToolSpec};
+use arctern::testing::apps::AppsCheck;
 use arctern::testing::{TestClient, text};
 use arctern::types::ResourceContents;
 use serde_json::json;
@@ -119,7 +120,10 @@ async fn exercise(era: Era) {
 
     // A handler's view: the MIME type and metadata are the view's; the context knows the
     // client renders views, on both eras.
-    let live = client.read_resource("ui://inventory/live.html").await.unwrap();
+    let live = client
+        .read_resource("ui://inventory/live.html")
+        .await
+        .unwrap();
     let [ResourceContents::Text(item)] = live.contents.as_slice() else {
         panic!("{live:?}")
     };
@@ -128,6 +132,16 @@ async fn exercise(era: Era) {
 
     let result = t.call_tool("show_inventory", json!({})).await.unwrap();
     assert_eq!(text(&result), "12 items (shown in the dashboard)");
+
+    // What a host checks, from the client's side: nothing to report.
+    let report = AppsCheck::new()
+        .call("show_inventory", json!({}))
+        .call("refresh", json!({}))
+        .run(client)
+        .await
+        .unwrap();
+    report.assert_clean();
+    assert_eq!((report.tools_checked(), report.views_checked()), (2, 2));
 }
 
 #[tokio::test]
@@ -219,15 +233,17 @@ async fn views_come_from_files_and_tools_added_later_are_checked() {
 
     let handler = server.handler();
     let e = handler
-        .add_tool(ToolSpec::new("lost").ui("ui://files/missing.html"), || async {
-            "x"
-        })
+        .add_tool(
+            ToolSpec::new("lost").ui("ui://files/missing.html"),
+            || async { "x" },
+        )
         .unwrap_err();
     assert!(e.to_string().contains("apps/view-exists"), "{e}");
     handler
-        .add_tool(ToolSpec::new("found").ui("ui://files/view.html"), || async {
-            "x"
-        })
+        .add_tool(
+            ToolSpec::new("found").ui("ui://files/view.html"),
+            || async { "x" },
+        )
         .unwrap();
     let tools = t.client().list_tools().await.unwrap();
     let found = tools.iter().find(|t| t.name == "found").unwrap();
@@ -235,6 +251,21 @@ async fn views_come_from_files_and_tools_added_later_are_checked() {
         found.ui_meta().unwrap().unwrap(),
         UiToolMeta::new("ui://files/view.html")
     );
+    // Views too, with the same checks.
+    let e = handler
+        .add_view(ViewSpec::new("ui://files/late.html", "late").html("<p>"))
+        .unwrap_err();
+    assert!(e.to_string().contains("apps/html-document"), "{e}");
+    handler
+        .add_view(ViewSpec::new("ui://files/late.html", "late").html("<html></html>"))
+        .unwrap();
+    handler
+        .add_tool(ToolSpec::new("late").ui("ui://files/late.html"), || async {
+            "x"
+        })
+        .unwrap();
+    let late = t.read_resource("ui://files/late.html").await.unwrap();
+    assert_eq!(late.contents[0].ui_meta().unwrap(), None);
 }
 
 /// The error of building `server`, with the rule it names.
@@ -252,9 +283,8 @@ fn misconfigured_servers_fail_to_build_naming_the_rule() {
             "must start with ui://",
         ),
         (
-            McpServer::new("a").tool_spec(ToolSpec::new("t").ui("ui://nowhere.html"), || async {
-                "x"
-            }),
+            McpServer::new("a")
+                .tool_spec(ToolSpec::new("t").ui("ui://nowhere.html"), || async { "x" }),
             "apps/view-exists",
             "\"ui://nowhere.html\" is not registered",
         ),
@@ -320,9 +350,10 @@ fn misconfigured_servers_fail_to_build_naming_the_rule() {
         (
             McpServer::new("a")
                 .view(ViewSpec::new("ui://a/v.html", "v").html(html))
-                .tool_spec(ToolSpec::new("t").ui("ui://a/v.html").visibility([]), || async {
-                    "x"
-                }),
+                .tool_spec(
+                    ToolSpec::new("t").ui("ui://a/v.html").visibility([]),
+                    || async { "x" },
+                ),
             "apps/visibility",
             "empty",
         ),
@@ -330,8 +361,12 @@ fn misconfigured_servers_fail_to_build_naming_the_rule() {
             McpServer::new("a")
                 .view(ViewSpec::new("ui://a/v.html", "v").html(html))
                 .tool_spec(
-                    ToolSpec::new("t")
-                        .meta(serde_json::from_value(json!({"ui": {"resourceUri": "ui://a/v.html", "csp": {}}})).unwrap()),
+                    ToolSpec::new("t").meta(
+                        serde_json::from_value(
+                            json!({"ui": {"resourceUri": "ui://a/v.html", "csp": {}}}),
+                        )
+                        .unwrap(),
+                    ),
                     || async { "x" },
                 ),
             "apps/tool-meta",

@@ -48,14 +48,14 @@ pub use engine::Server;
 pub use handler::{Handler, HandlerResult, resource_not_found};
 pub use legacy::{DEFAULT_INPUT_TIMEOUT, LegacyConfig, LegacyPeer};
 pub use listed::{ListResult, Listed};
+#[cfg(feature = "apps")]
+pub use mcp::ViewSpec;
 pub use mcp::{
     ArgumentCheck, Blob, BuiltServer, CompletionRequest, DEFAULT_PAGE_SIZE, HandlerFn,
     IntoCompletion, IntoPromptResult, IntoReadResult, IntoToolResult, Json, McpHandler, McpServer,
     PromptSpec, RegistrationError, ResourceSpec, ResourceTemplateSpec, ToolSpec, UriTemplate,
     UriTemplateError,
 };
-#[cfg(feature = "apps")]
-pub use mcp::ViewSpec;
 pub use mirror::MirroredParam;
 pub use scope::InsufficientScope;
 pub use subscriptions::{

@@ -227,8 +227,15 @@ impl AppsCheck {
             .collect();
         for uri in &views {
             let entry = listed.iter().find(|r| &r.uri == uri);
-            r.view(client, uri, entry, self.allow_wildcard, &tools, pointed.contains(uri))
-                .await;
+            r.view(
+                client,
+                uri,
+                entry,
+                self.allow_wildcard,
+                &tools,
+                pointed.contains(uri),
+            )
+            .await;
         }
         for (name, arguments) in &self.calls {
             r.call(client, &tools, name, arguments.clone()).await;
@@ -267,7 +274,10 @@ fn subject_view(uri: &str) -> String {
 fn looks_like_view(resource: &Resource) -> bool {
     resource.uri.starts_with(URI_SCHEME)
         || resource.mime_type.as_deref() == Some(MIME_TYPE)
-        || resource.meta.as_ref().is_some_and(|m| m.contains_key(META_KEY))
+        || resource
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.contains_key(META_KEY))
 }
 
 #[derive(Default)]
@@ -351,7 +361,10 @@ impl Findings {
                 self.error(
                     Rule::Visibility,
                     subject.clone(),
-                    format!("unknown visibility {:?} (\"model\" or \"app\"): it grants nothing", odd.as_str()),
+                    format!(
+                        "unknown visibility {:?} (\"model\" or \"app\"): it grants nothing",
+                        odd.as_str()
+                    ),
                 );
             }
         }
@@ -507,11 +520,7 @@ impl Findings {
     async fn call(&mut self, client: &Client, tools: &[Tool], name: &str, arguments: Value) {
         let subject = subject_tool(name);
         if !tools.iter().any(|t| t.name == name) {
-            self.error(
-                Rule::TextFallback,
-                subject,
-                "no such tool to call".into(),
-            );
+            self.error(Rule::TextFallback, subject, "no such tool to call".into());
             return;
         }
         match client.call_tool(name, arguments).await {
@@ -529,11 +538,7 @@ impl Findings {
                     );
                 }
             }
-            Err(e) => self.error(
-                Rule::TextFallback,
-                subject,
-                format!("the call failed: {e}"),
-            ),
+            Err(e) => self.error(Rule::TextFallback, subject, format!("the call failed: {e}")),
         }
     }
 }

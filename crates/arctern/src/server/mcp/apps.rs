@@ -64,9 +64,11 @@ impl ViewHtml {
     pub(crate) async fn read(self) -> Result<String, std::io::Error> {
         match self {
             ViewHtml::Text(text) => Ok(text.to_string()),
-            ViewHtml::File(path) => tokio::task::spawn_blocking(move || std::fs::read_to_string(path))
-                .await
-                .map_err(std::io::Error::other)?,
+            ViewHtml::File(path) => {
+                tokio::task::spawn_blocking(move || std::fs::read_to_string(path))
+                    .await
+                    .map_err(std::io::Error::other)?
+            }
         }
     }
 }
@@ -137,7 +139,11 @@ impl ViewSpec {
     pub(crate) fn into_parts(self) -> Result<ViewParts, String> {
         let mut resource = self.resource;
         let what = format!("view {:?}", resource.uri);
-        if resource.meta.as_ref().is_some_and(|m| m.contains_key(META_KEY)) {
+        if resource
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.contains_key(META_KEY))
+        {
             return Err(format!(
                 "{what}: {}: its _meta already has a \"ui\" key; set the view's UI metadata with ViewSpec::csp, permissions, domain and prefers_border",
                 Rule::ResourceMeta
@@ -169,7 +175,23 @@ impl ViewSpec {
             html,
         })
     }
+}
 
+/// The registry entry of a view whose HTML its spec holds.
+pub(crate) fn view_entry<S: Clone + Send + Sync + 'static>(
+    spec: ViewSpec,
+) -> Result<super::entry::Entry<super::resource::Resources, S>, String> {
+    let uri = spec.resource.uri.clone();
+    let parts = spec.into_parts()?;
+    match parts.html {
+        Some(html) => super::resource::resource_entry_unchecked(parts.spec, move || {
+            let html = html.clone();
+            async move { html.read().await }
+        }),
+        None => Err(format!(
+            "view {uri:?}: it has no HTML: give it with ViewSpec::html or ViewSpec::html_file, or serve it with McpServer::view_with"
+        )),
+    }
 }
 
 fn check_html(what: &str, text: &str) -> Result<(), String> {
@@ -188,7 +210,10 @@ fn check_html(what: &str, text: &str) -> Result<(), String> {
 pub(crate) fn is_view(resource: &Resource) -> bool {
     resource.uri.starts_with(URI_SCHEME)
         || resource.mime_type.as_deref() == Some(MIME_TYPE)
-        || resource.meta.as_ref().is_some_and(|m| m.contains_key(META_KEY))
+        || resource
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.contains_key(META_KEY))
 }
 
 /// The checks of a view's listing entry: scheme, exact MIME type, metadata shape, CSP
@@ -211,8 +236,12 @@ pub(crate) fn check_view(resource: &Resource, allow_wildcard: bool) -> Result<()
             resource.mime_type.as_deref().unwrap_or("no MIME type"),
         ));
     }
-    let ui = UiResourceMeta::from_resource(resource)
-        .map_err(|e| format!("{what}: {}: its _meta.ui is malformed: {e}", Rule::ResourceMeta))?;
+    let ui = UiResourceMeta::from_resource(resource).map_err(|e| {
+        format!(
+            "{what}: {}: its _meta.ui is malformed: {e}",
+            Rule::ResourceMeta
+        )
+    })?;
     if let Some(csp) = ui.as_ref().and_then(|u| u.csp.as_ref()) {
         for (list, source) in csp.sources() {
             check_csp_source(source, allow_wildcard).map_err(|e| {
@@ -343,11 +372,7 @@ pub(crate) fn check_tool<S>(tool: &Tool, registry: &Registry<S>) -> Result<(), S
 
 /// Puts a view's `_meta.ui` on the content items of a read that lack it (hosts prefer the
 /// content item's; some read nothing else).
-pub(crate) fn stamp_contents(
-    outcome: &mut Outcome<ReadResourceResult>,
-    uri: &str,
-    ui: &Value,
-) {
+pub(crate) fn stamp_contents(outcome: &mut Outcome<ReadResourceResult>, uri: &str, ui: &Value) {
     let Outcome::Complete(result) = outcome else {
         return;
     };

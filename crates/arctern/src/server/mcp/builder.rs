@@ -436,17 +436,7 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     /// [`ViewSpec::html_file`]: super::ViewSpec::html_file
     #[cfg(feature = "apps")]
     pub fn view(self, spec: super::ViewSpec) -> Self {
-        let uri = spec.resource.uri.clone();
-        let entry = spec.into_parts().and_then(|parts| match parts.html {
-            Some(html) => resource::resource_entry_unchecked(parts.spec, move || {
-                let html = html.clone();
-                async move { html.read().await }
-            }),
-            None => Err(format!(
-                "view {uri:?}: it has no HTML: give it with ViewSpec::html or ViewSpec::html_file, or serve it with McpServer::view_with"
-            )),
-        });
-        self.register(entry)
+        self.register(super::apps::view_entry(spec))
     }
 
     /// Registers an MCP Apps view whose HTML `handler` returns on every read (a resource
@@ -466,7 +456,8 @@ impl<S: Clone + Send + Sync + 'static> McpServer<S> {
     }
 
     /// Declares the MCP Apps extension even before any view is registered (for views added
-    /// while the server runs). Registering a view or a tool with [`ToolSpec::ui`] declares it
+    /// while the server runs, with [`McpHandler::add_view`](super::McpHandler::add_view)).
+    /// Registering a view or a tool with [`ToolSpec::ui`] declares it
     /// anyway.
     #[cfg(feature = "apps")]
     pub fn enable_apps(mut self) -> Self {

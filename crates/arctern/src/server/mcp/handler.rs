@@ -211,6 +211,15 @@ impl<S: Clone + Send + Sync + 'static> McpHandler<S> {
         self.add(resource::resource_entry(spec.into(), handler))
     }
 
+    /// Adds an MCP Apps view while the server runs, with the checks
+    /// [`McpServer::view`](super::McpServer::view) makes (declare the extension from the
+    /// start with [`McpServer::enable_apps`](super::McpServer::enable_apps)). Remove it with
+    /// [`remove_resource`](Self::remove_resource).
+    #[cfg(feature = "apps")]
+    pub fn add_view(&self, spec: super::ViewSpec) -> Result<(), RegistrationError> {
+        self.add(super::apps::view_entry(spec))
+    }
+
     /// Removes a resource; returns whether it existed.
     pub fn remove_resource(&self, uri: &str) -> bool {
         self.remove::<Resources>(uri)
