@@ -94,7 +94,9 @@ fn main() {
     });
 
     if let Ok(spec) = std::env::var("CLIENT_CALLS") {
-        let (name, calls) = spec.split_once(':').expect("CLIENT_CALLS=memory:N or http:N");
+        let (name, calls) = spec
+            .split_once(':')
+            .expect("CLIENT_CALLS=memory:N or http:N");
         let calls: u64 = calls.parse().expect("a number of calls");
         let client = if name == "http" { &http } else { &memory };
         // Warm up: connections, the tool index, lazily built state.
