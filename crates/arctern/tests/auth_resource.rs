@@ -860,8 +860,192 @@ async fn browsers_can_preflight_and_read_the_challenge() {
 }
 
 #[tokio::test]
+async fn access_tokens_must_be_typed_at_jwt_unless_opted_out() {
+    let auth = TestAuthServer::start().await.unwrap();
+    let p = jwt_protected(&auth).await;
+    let token = |typ: Option<&str>| {
+        auth.token()
+            .audience(&p.resource)
+            .scopes(["mcp:tools"])
+            .typ(typ)
+            .issue()
+    };
+    assert_eq!(
+        p.with_bearer(&token(Some("at+jwt"))).await.status,
+        StatusCode::OK
+    );
+    let reply = p.with_bearer(&token(Some("application/at+jwt"))).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    // An ID token or any other JWT the server signs for this audience is not an access
+    // token (RFC 9068 §4).
+    for typ in [Some("JWT"), None, Some("id_token+jwt")] {
+        let reply = p.with_bearer(&token(typ)).await;
+        assert_invalid_token(&reply);
+        assert!(
+            reply.json()["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("type")
+        );
+    }
+
+    // The explicit opt-out, for servers that write `JWT` or nothing.
+    let lax = serve(|resource| {
+        ProtectedResource::builder(resource)
+            .authorization_server(auth.issuer())
+            .verifier(
+                auth.jwt_verifier(resource)
+                    .accept_any_type()
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap()
+    })
+    .await;
+    for typ in [Some("JWT"), None, Some("at+jwt")] {
+        let token = auth.token().audience(&lax.resource).typ(typ).issue();
+        assert_eq!(lax.with_bearer(&token).await.status, StatusCode::OK);
+    }
+    // A DPoP proof is never an access token, opt-out or not.
+    let token = auth
+        .token()
+        .audience(&lax.resource)
+        .typ(Some("dpop+jwt"))
+        .issue();
+    assert_invalid_token(&lax.with_bearer(&token).await);
+}
+
+#[test]
+fn plain_http_key_and_introspection_endpoints_need_loopback_or_an_explicit_allowance() {
+    use arctern::ErrorKind;
+    use arctern::auth::resource::{FetchConfig, IntrospectionVerifier, JwtVerifier};
+    let resource = "https://mcp.example.com/mcp";
+    let jwt = |uri: &str, fetch: FetchConfig| {
+        JwtVerifier::builder("https://auth.example.com", resource)
+            .jwks_uri(uri)
+            .fetch_config(fetch)
+            .build()
+            .map(drop)
+    };
+    let introspection = |uri: &str, fetch: FetchConfig| {
+        IntrospectionVerifier::builder(uri, resource)
+            .fetch_config(fetch)
+            .build()
+            .map(drop)
+    };
+    for refused in [
+        "http://auth.example.com/jwks",
+        "http://10.0.0.5/jwks",
+        "http://localhost.example.com/jwks",
+    ] {
+        let error = jwt(refused, FetchConfig::new()).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Config);
+        assert!(error.to_string().contains("https"), "{error}");
+        let error = introspection(refused, FetchConfig::new()).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Config);
+        assert!(jwt(refused, FetchConfig::new().allow_http(true)).is_ok());
+        assert!(introspection(refused, FetchConfig::new().allow_http(true)).is_ok());
+    }
+    for allowed in [
+        "https://auth.example.com/jwks",
+        "http://127.0.0.1:8080/jwks",
+        "http://localhost/jwks",
+        "http://[::1]:9000/jwks",
+    ] {
+        assert!(jwt(allowed, FetchConfig::new()).is_ok(), "{allowed}");
+        assert!(
+            introspection(allowed, FetchConfig::new()).is_ok(),
+            "{allowed}"
+        );
+    }
+    assert!(
+        jwt(
+            "ftp://auth.example.com/jwks",
+            FetchConfig::new().allow_http(true)
+        )
+        .is_err()
+    );
+}
+
+/// A verifier that accepts one token and says what it was told to, audience included:
+/// the layer must not trust it on the audience.
+struct Careless {
+    token: &'static str,
+    aud: Option<arctern::auth::jose::Audience>,
+}
+
+impl TokenVerifier for Careless {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<VerifiedToken, arctern::auth::resource::AuthError>>
+    {
+        Box::pin(async move {
+            if token != self.token {
+                return Err(arctern::auth::resource::AuthError::invalid_token("unknown"));
+            }
+            let claims = arctern::auth::jose::Claims {
+                sub: Some("alice".into()),
+                aud: self.aud.clone(),
+                ..Default::default()
+            };
+            VerifiedToken::from_claims("https://as.example".into(), claims)
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_layer_refuses_another_resources_token_whatever_the_verifier() {
+    use arctern::auth::jose::Audience;
+    let careless = |aud: Option<Audience>, without: bool| {
+        move |resource: &str| {
+            ProtectedResource::builder(resource)
+                .authorization_server("https://as.example")
+                .also_accept_audience(format!("{resource}/"))
+                .accept_tokens_without_audience(without)
+                .verifier(Careless { token: "t", aud })
+                .build()
+                .unwrap()
+        }
+    };
+    for aud in [
+        Audience::from("https://other.example/mcp"),
+        Audience::Many(vec!["https://other.example/mcp".into(), "mcp".into()]),
+    ] {
+        for without in [false, true] {
+            let p = serve(careless(Some(aud.clone()), without)).await;
+            let reply = p.with_bearer("t").await;
+            assert_invalid_token(&reply);
+            assert!(
+                reply.json()["error_description"]
+                    .as_str()
+                    .unwrap()
+                    .contains("aud")
+            );
+        }
+    }
+    // No audience at all: refused unless the resource says such tokens are fine.
+    let p = serve(careless(None, false)).await;
+    assert_invalid_token(&p.with_bearer("t").await);
+    let p = serve(careless(None, true)).await;
+    assert_eq!(p.with_bearer("t").await.status, StatusCode::OK);
+    // The resource itself, or an audience it also accepts, in any position.
+    let p = serve(|resource| {
+        let aud = Audience::Many(vec!["https://other.example".into(), resource.to_owned()]);
+        careless(Some(aud), false)(resource)
+    })
+    .await;
+    assert_eq!(p.with_bearer("t").await.status, StatusCode::OK);
+    let p =
+        serve(|resource| careless(Some(Audience::from(format!("{resource}/"))), false)(resource))
+            .await;
+    assert_eq!(p.with_bearer("t").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn a_custom_verifier_plugs_in() {
-    struct OnlyAlice;
+    struct OnlyAlice(String);
     impl TokenVerifier for OnlyAlice {
         fn verify<'a>(
             &'a self,
@@ -874,6 +1058,7 @@ async fn a_custom_verifier_plugs_in() {
                 }
                 let claims = arctern::auth::jose::Claims {
                     sub: Some("alice".into()),
+                    aud: Some(self.0.as_str().into()),
                     ..Default::default()
                 };
                 VerifiedToken::from_claims("https://as.example".into(), claims)
@@ -883,7 +1068,7 @@ async fn a_custom_verifier_plugs_in() {
     let p = serve(|resource| {
         ProtectedResource::builder(resource)
             .authorization_server("https://as.example")
-            .verifier(OnlyAlice)
+            .verifier(OnlyAlice(resource.to_owned()))
             .build()
             .unwrap()
     })
@@ -1406,6 +1591,17 @@ async fn the_verified_token_reaches_handlers_and_binds_the_flow() {
     let error = &message(&reply)["error"];
     assert_eq!(error["code"], -32602, "{}", reply.body);
     assert_eq!(error["message"], arctern::state::INVALID_STATE_MESSAGE);
+    // Nor can a client acting for itself (no `sub`) whose client id is Alice's `sub`.
+    let client = auth
+        .token()
+        .audience(&p.resource)
+        .without_subject()
+        .client_id("alice")
+        .scopes(["mcp:tools"])
+        .issue();
+    let reply = p.rpc(&client, "tools/call", answer.clone()).await;
+    let error = &message(&reply)["error"];
+    assert_eq!(error["code"], -32602, "{}", reply.body);
 
     // Alice can, and her handler sees who she is.
     let reply = p.rpc(&alice, "tools/call", answer).await;

@@ -318,6 +318,12 @@ impl TokenRequest<'_> {
         self
     }
 
+    /// No `sub`: a client acting for itself, named by `client_id` alone.
+    pub fn without_subject(mut self) -> Self {
+        self.claims.sub = None;
+        self
+    }
+
     /// `aud` (default: the server's default audience).
     pub fn audience(mut self, audience: impl Into<String>) -> Self {
         self.claims.aud = Some(Audience::One(audience.into()));
@@ -358,6 +364,12 @@ impl TokenRequest<'_> {
     /// Signs with another key (not in the JWKS: a bad signature, or an unknown `kid`).
     pub fn signed_by(mut self, key: SigningKey) -> Self {
         self.key = Some(key);
+        self
+    }
+
+    /// The header's `typ` instead of `at+jwt` (`None`: no `typ`), to test explicit typing.
+    pub fn typ(mut self, typ: Option<&str>) -> Self {
+        self.header.typ = typ.map(str::to_owned);
         self
     }
 

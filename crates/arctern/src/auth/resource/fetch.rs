@@ -44,6 +44,7 @@ pub(crate) trait Fetch: Send + Sync + 'static {
 pub struct FetchConfig {
     pub(crate) timeout: Duration,
     pub(crate) max_response_size: usize,
+    pub(crate) allow_http: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -53,6 +54,7 @@ impl fmt::Debug for FetchConfig {
         f.debug_struct("FetchConfig")
             .field("timeout", &self.timeout)
             .field("max_response_size", &self.max_response_size)
+            .field("allow_http", &self.allow_http)
             .finish_non_exhaustive()
     }
 }
@@ -62,6 +64,7 @@ impl Default for FetchConfig {
         FetchConfig {
             timeout: DEFAULT_FETCH_TIMEOUT,
             max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
+            allow_http: false,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -70,7 +73,7 @@ impl Default for FetchConfig {
 
 impl FetchConfig {
     /// The defaults: a 10-second deadline, 256 KiB responses, the OS trust store and the
-    /// webpki roots for `https`.
+    /// webpki roots for `https`, plain `http` only to this machine.
     pub fn new() -> Self {
         FetchConfig::default()
     }
@@ -85,6 +88,41 @@ impl FetchConfig {
     pub fn max_response_size(mut self, bytes: usize) -> Self {
         self.max_response_size = bytes;
         self
+    }
+
+    /// Allows plain-`http` JWKS and introspection endpoints on other hosts than this
+    /// machine (default: refused when the verifier is built, since an on-path attacker
+    /// could then swap the keys, or read each token and the resource server's secret).
+    /// `http` to `localhost`, `127.0.0.0/8` or `[::1]` is always allowed.
+    pub fn allow_http(mut self, allow: bool) -> Self {
+        self.allow_http = allow;
+        self
+    }
+
+    /// Whether the verifiers may fetch `uri` (named `what` in the error): `https`, or
+    /// `http` to this machine, or any `http` with [`allow_http`](Self::allow_http).
+    pub(crate) fn check_url(&self, uri: &Uri, what: &str) -> crate::Result<()> {
+        let host = uri.host().unwrap_or("");
+        let ok = match uri.scheme_str() {
+            Some("https") => !host.is_empty(),
+            Some("http") => {
+                !host.is_empty()
+                    && (self.allow_http || crate::transport::http::server::guard::is_loopback(host))
+            }
+            _ => false,
+        };
+        if ok {
+            return Ok(());
+        }
+        let message = if uri.scheme_str() == Some("http") && !host.is_empty() {
+            format!(
+                "the {what} must use https unless it is on this machine \
+                 (FetchConfig::allow_http allows plain http)"
+            )
+        } else {
+            format!("the {what} must be an http(s) URL")
+        };
+        Err(crate::Error::new(crate::ErrorKind::Config, message))
     }
 
     /// The rustls client configuration for `https` (say, to trust a private CA). It must

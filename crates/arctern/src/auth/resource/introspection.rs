@@ -193,7 +193,9 @@ impl IntrospectionVerifierBuilder {
         self
     }
 
-    /// Whether a response must carry `aud` (default yes).
+    /// Whether a response must carry `aud` (default yes). The layer refuses tokens without
+    /// one as well, unless
+    /// [`ProtectedResourceBuilder::accept_tokens_without_audience`](super::ProtectedResourceBuilder::accept_tokens_without_audience).
     pub fn require_audience(mut self, required: bool) -> Self {
         self.require_audience = required;
         self
@@ -255,17 +257,13 @@ impl IntrospectionVerifierBuilder {
         self
     }
 
-    /// The verifier. Fails with an endpoint that is not an http(s) URL.
+    /// The verifier. Fails with an endpoint that is not an http(s) URL, or a plain-`http`
+    /// one off this machine without [`FetchConfig::allow_http`].
     pub fn build(self) -> crate::Result<IntrospectionVerifier> {
         let endpoint: Uri = self.endpoint.parse().map_err(|e| {
             Error::new(ErrorKind::Config, "invalid introspection endpoint").with_source(e)
         })?;
-        if !matches!(endpoint.scheme_str(), Some("http" | "https")) || endpoint.host().is_none() {
-            return Err(Error::new(
-                ErrorKind::Config,
-                "the introspection endpoint must be an http(s) URL",
-            ));
-        }
+        self.fetch.check_url(&endpoint, "introspection endpoint")?;
         Ok(IntrospectionVerifier {
             inner: Arc::new(Inner {
                 endpoint,

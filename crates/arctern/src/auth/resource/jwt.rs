@@ -23,6 +23,8 @@ pub const DEFAULT_JWKS_TTL: Duration = Duration::from_secs(600);
 pub const DEFAULT_JWKS_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 /// The most keys a JWKS may hold by default.
 pub const DEFAULT_MAX_JWKS_KEYS: usize = 64;
+/// The `typ` of a JWT access token (RFC 9068 §2.1), required by default.
+pub const ACCESS_TOKEN_TYPE: &str = "at+jwt";
 
 /// Verifies JWT access tokens: signature against the authorization server's JWKS, with an
 /// algorithm allow-list, then `iss`, `aud` (RFC 8707: this resource's canonical URI), `exp`
@@ -36,7 +38,15 @@ pub const DEFAULT_MAX_JWKS_KEYS: usize = 64;
 /// requests share one fetch. If a refresh fails, the last good set keeps being used; with
 /// none, verification answers [`AuthError::Unavailable`] (`503`).
 ///
-/// A token whose `typ` is `dpop+jwt` (a DPoP proof) is never an access token.
+/// The header's `typ` must be `at+jwt` (RFC 9068 §4, explicit typing as RFC 8725 §3.11
+/// asks), so that no other JWT the authorization server signs (an ID token, a client
+/// assertion) passes for an access token;
+/// [`accept_any_type`](JwtVerifierBuilder::accept_any_type) is the opt-out for servers that
+/// write `JWT` or nothing. A token whose `typ` is `dpop+jwt` (a DPoP proof) is never an
+/// access token.
+///
+/// The `jwks_uri` must be `https`, or `http` on this machine, unless
+/// [`FetchConfig::allow_http`] says otherwise.
 ///
 /// ```no_run
 /// use arctern::auth::resource::JwtVerifier;
@@ -113,7 +123,7 @@ impl JwtVerifier {
             algorithms: Algorithm::ALL.to_vec(),
             leeway: DEFAULT_LEEWAY,
             max_token_size: DEFAULT_MAX_TOKEN_SIZE,
-            required_type: None,
+            required_type: Some(ACCESS_TOKEN_TYPE.to_owned()),
             clock: Arc::new(SystemClock),
             jwks_uri: None,
             jwks: None,
@@ -163,11 +173,19 @@ impl JwtVerifierBuilder {
         self
     }
 
-    /// Requires the header's `typ` to be this (RFC 9068 access tokens say `at+jwt`;
-    /// compared case-insensitively, with or without `application/`). Off by default, since
-    /// many authorization servers write `JWT` or nothing.
+    /// Requires the header's `typ` to be this instead of `at+jwt` (compared
+    /// case-insensitively, with or without `application/`).
     pub fn require_type(mut self, typ: impl Into<String>) -> Self {
         self.required_type = Some(typ.into());
+        self
+    }
+
+    /// Accepts tokens whatever their `typ` (or without one), for authorization servers
+    /// that do not type their access tokens `at+jwt`. Then any JWT they sign for this
+    /// audience passes for an access token; prefer asking the server to follow RFC 9068.
+    /// `dpop+jwt` is refused still.
+    pub fn accept_any_type(mut self) -> Self {
+        self.required_type = None;
         self
     }
 
@@ -218,9 +236,7 @@ impl JwtVerifierBuilder {
                 let uri: Uri = uri.parse().map_err(|e| {
                     Error::new(ErrorKind::Config, "invalid jwks_uri").with_source(e)
                 })?;
-                if !matches!(uri.scheme_str(), Some("http" | "https")) {
-                    return Err(config("the jwks_uri must be an http(s) URL"));
-                }
+                self.fetch.check_url(&uri, "jwks_uri")?;
                 Keys::Remote(Box::new(JwksCache {
                     uri,
                     fetch: HyperFetch::shared(self.fetch),

@@ -256,6 +256,21 @@ impl ProtectedResource {
             _ => None,
         };
         let token = self.verifier().verify(credential.token).await?;
+        // The verifier should have checked the audience; a custom one may not have.
+        match &token.claims.aud {
+            Some(aud) if inner.audiences.iter().any(|a| aud.contains(a)) => {}
+            None if inner.tokens_without_audience => {}
+            Some(_) => {
+                return Err(AuthError::invalid_token(
+                    "the token is not for this resource (aud)",
+                ));
+            }
+            None => {
+                return Err(AuthError::invalid_token(
+                    "the token names no audience (aud)",
+                ));
+            }
+        }
         match (proof, &inner.dpop) {
             (Some(proof), Some(d)) => d.bind(proof, &token, now)?,
             _ if token.dpop_jkt.is_some() => {

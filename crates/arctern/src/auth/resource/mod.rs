@@ -46,8 +46,8 @@ pub use introspection::{
     IntrospectionVerifier, IntrospectionVerifierBuilder,
 };
 pub use jwt::{
-    DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_JWKS_TTL, DEFAULT_LEEWAY, DEFAULT_MAX_JWKS_KEYS,
-    DEFAULT_MAX_TOKEN_SIZE, JwtVerifier, JwtVerifierBuilder,
+    ACCESS_TOKEN_TYPE, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_JWKS_TTL, DEFAULT_LEEWAY,
+    DEFAULT_MAX_JWKS_KEYS, DEFAULT_MAX_TOKEN_SIZE, JwtVerifier, JwtVerifierBuilder,
 };
 pub use layer::{AuthBody, AuthLayer, AuthService, Cors};
 pub use metadata::{MetadataService, ProtectedResourceMetadata, WELL_KNOWN_PREFIX};
@@ -98,6 +98,9 @@ struct Inner {
     metadata_url: String,
     metadata_paths: [String; 2],
     verifier: Arc<dyn TokenVerifier>,
+    /// What a token's `aud` must name one of: the resource, and the alternatives given.
+    audiences: Vec<String>,
+    tokens_without_audience: bool,
     required_scopes: Vec<String>,
     challenge_scopes: Vec<String>,
     dpop: Option<dpop::Dpop>,
@@ -129,6 +132,8 @@ pub struct ProtectedResourceBuilder {
     resource_name: Option<String>,
     resource_documentation: Option<String>,
     verifier: Option<Arc<dyn TokenVerifier>>,
+    other_audiences: Vec<String>,
+    tokens_without_audience: bool,
     dpop: DpopConfig,
     cors: Cors,
     max_token_size: usize,
@@ -157,6 +162,8 @@ impl ProtectedResource {
             resource_name: None,
             resource_documentation: None,
             verifier: None,
+            other_audiences: Vec::new(),
+            tokens_without_audience: false,
             dpop: DpopConfig::default(),
             cors: Cors::default(),
             max_token_size: DEFAULT_MAX_TOKEN_SIZE,
@@ -368,6 +375,26 @@ impl ProtectedResourceBuilder {
         self
     }
 
+    /// Accepts tokens whose `aud` names `audience` instead of the resource (say, the URI
+    /// with a trailing slash); the verifier must accept it too. May be repeated.
+    ///
+    /// Whatever the verifier says, the layer refuses a token whose `aud` names neither
+    /// the resource nor one of these (RFC 8707: a token for another resource is never
+    /// accepted here).
+    pub fn also_accept_audience(mut self, audience: impl Into<String>) -> Self {
+        self.other_audiences.push(audience.into());
+        self
+    }
+
+    /// Accepts verified tokens that carry no `aud` at all (default: refused), for an
+    /// introspection endpoint that does not return it
+    /// ([`require_audience(false)`](IntrospectionVerifierBuilder::require_audience)).
+    /// A token whose `aud` names another resource is refused still.
+    pub fn accept_tokens_without_audience(mut self, accept: bool) -> Self {
+        self.tokens_without_audience = accept;
+        self
+    }
+
     /// How DPoP is treated (default: accepted next to bearer tokens, without nonces).
     pub fn dpop(mut self, config: DpopConfig) -> Self {
         self.dpop = config;
@@ -449,6 +476,8 @@ impl ProtectedResourceBuilder {
             dpop_bound_access_tokens_required: dpop.as_ref().map(|d| d.config.required),
             extra: serde_json::Map::new(),
         };
+        let mut audiences = vec![self.resource.clone()];
+        audiences.extend(self.other_audiences);
         let required_scopes = keep(self.required_scopes);
         let challenge_scopes = keep(
             self.challenge_scopes
@@ -461,6 +490,8 @@ impl ProtectedResourceBuilder {
                 metadata_url,
                 metadata_paths: [path_based, WELL_KNOWN_PREFIX.to_owned()],
                 verifier,
+                audiences,
+                tokens_without_audience: self.tokens_without_audience,
                 required_scopes,
                 challenge_scopes,
                 dpop,

@@ -21,9 +21,13 @@ pub(crate) const OFFLINE_ACCESS: &str = "offline_access";
 pub struct VerifiedToken {
     /// The authorization server that issued it (`iss`).
     pub issuer: String,
-    /// The resource owner (`sub`); for a client-credentials token without `sub`, the client
-    /// id.
+    /// The resource owner (`sub`); for a token without `sub` (a client acting for itself,
+    /// as with client credentials), the client id, and then
+    /// [`client_only`](Self::client_only) is set.
     pub subject: String,
+    /// The token names no resource owner (no `sub`): `subject` is the client id, and the
+    /// [principal](Self::principal) is in a namespace of its own, never equal to a user's.
+    pub client_only: bool,
     /// The client it was issued to (`client_id`, or `azp`), when the token says.
     pub client_id: Option<String>,
     /// Its scopes.
@@ -38,8 +42,13 @@ pub struct VerifiedToken {
 
 impl VerifiedToken {
     /// A verified token from checked claims: issuer and subject as [`VerifiedToken`]
-    /// documents. Fails when the claims name neither a subject nor a client.
+    /// documents. Fails when the claims name neither a subject nor a client, or when the
+    /// issuer has white space or control characters (an issuer is a URL).
     pub fn from_claims(issuer: String, claims: Claims) -> Result<Self, AuthError> {
+        // The principal's form rests on this: the issuer ends at the first white space.
+        if issuer.is_empty() || issuer.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(AuthError::invalid_token("the token's issuer is not a URL"));
+        }
         let client_id = claims.client_id.clone().or_else(|| {
             claims
                 .extra
@@ -47,6 +56,7 @@ impl VerifiedToken {
                 .and_then(|v| v.as_str())
                 .map(str::to_owned)
         });
+        let client_only = claims.sub.is_none();
         let subject = claims
             .sub
             .clone()
@@ -55,6 +65,7 @@ impl VerifiedToken {
         Ok(VerifiedToken {
             issuer,
             subject,
+            client_only,
             client_id,
             scopes: claims.scopes().into_iter().map(str::to_owned).collect(),
             expires_at: claims.exp,
@@ -77,11 +88,17 @@ impl VerifiedToken {
             .collect()
     }
 
-    /// The string form put in [`Principal`](crate::server::Principal): the issuer, a
-    /// space, the subject (an issuer is a URL, which has no spaces, so the two never run
-    /// together). Request state and sessions bind to it.
+    /// The string form put in [`Principal`](crate::server::Principal): for a resource
+    /// owner, the issuer, a space, the subject (`https://as.example alice`); for a
+    /// [client acting for itself](Self::client_only), the issuer, a tab, `client `, the
+    /// client id. An issuer has no white space, so the two forms never meet: a client whose
+    /// id is a user's `sub` never gets that user's request state, sessions or tasks.
     pub fn principal(&self) -> String {
-        format!("{} {}", self.issuer, self.subject)
+        if self.client_only {
+            format!("{}\tclient {}", self.issuer, self.subject)
+        } else {
+            format!("{} {}", self.issuer, self.subject)
+        }
     }
 }
 
@@ -206,8 +223,9 @@ impl AuthError {
 /// [`IntrospectionVerifier`](super::IntrospectionVerifier) (RFC 7662). Implement it for
 /// anything else (a database of opaque tokens, a test double): return
 /// [`AuthError::InvalidToken`] for a token that must be refused and
-/// [`AuthError::Unavailable`] when it cannot be checked now. The audience check is the
-/// verifier's job: accept only tokens issued for this resource (RFC 8707).
+/// [`AuthError::Unavailable`] when it cannot be checked now. Accept only tokens issued for
+/// this resource (RFC 8707); the layer checks again that the verified token's `aud` names
+/// the resource, and refuses it otherwise.
 ///
 /// ```
 /// use arctern::auth::jose::Claims;
@@ -223,7 +241,12 @@ impl AuthError {
 ///             if token != "let-me-in" {
 ///                 return Err(AuthError::invalid_token("unknown token"));
 ///             }
-///             let claims = Claims { sub: Some("demo".into()), scope: Some("mcp".into()), ..Claims::default() };
+///             let claims = Claims {
+///                 sub: Some("demo".into()),
+///                 aud: Some("https://mcp.example.com/mcp".into()),
+///                 scope: Some("mcp".into()),
+///                 ..Claims::default()
+///             };
 ///             VerifiedToken::from_claims("https://as.example".into(), claims)
 ///         })
 ///     }

@@ -38,7 +38,7 @@
 #[cfg(feature = "server")]
 mod sentinel;
 #[cfg(feature = "server")]
-mod server;
+pub(crate) mod server;
 
 #[cfg(feature = "server")]
 pub use server::{

@@ -2,7 +2,7 @@
 
 mod body;
 mod config;
-mod guard;
+pub(crate) mod guard;
 mod legacy;
 mod negotiate;
 mod service;
