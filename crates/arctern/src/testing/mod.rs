@@ -120,9 +120,9 @@
 //! # Ok(()) }
 //! ```
 
-#[cfg(all(feature = "auth", feature = "http"))]
 #[cfg(feature = "apps")]
 pub mod apps;
+#[cfg(all(feature = "auth", feature = "http"))]
 mod auth_server;
 mod record;
 mod replay;

@@ -74,6 +74,7 @@ impl RequestOrigin {
 
     /// Records the peer's address (the HTTP server does; a request without one is counted
     /// by the [`PeerAddr`](crate::transport::http::PeerAddr) extension, if any).
+    #[cfg(feature = "http")]
     pub(crate) fn with_peer(mut self, peer: Option<std::net::IpAddr>) -> Self {
         self.peer = peer;
         self
