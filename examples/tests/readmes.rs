@@ -216,7 +216,7 @@ fn every_guide_is_listed() {
         .filter_map(|l| l.strip_prefix("pub mod "))
         .map(|l| l.trim_end_matches(" {"))
         .collect();
-    assert_eq!(guides.len(), 10, "{guides:?}");
+    assert!(guides.len() >= 10, "{guides:?}");
     let readme = read("crates/arctern/README.md");
     let front = read("crates/arctern/src/lib.rs");
     for guide in guides {

@@ -102,6 +102,8 @@
 //! - [`docs::apps`]: MCP Apps — interactive views shipped by servers, checked as hosts check
 //!   them, on both eras;
 //! - [`docs::request_state`]: what sealed request state protects, and how;
+//! - [`docs::budgets`]: every shared budget, the share per caller, the refusal, sizing the
+//!   one-time store;
 //! - [`docs::authorization`]: OAuth 2.1 for servers and clients;
 //! - [`docs::fleet`]: many instances behind a load balancer — keys, rotation, notifications;
 //! - [`docs::observability`]: OpenTelemetry traces and metrics;
