@@ -201,6 +201,9 @@ pub(crate) struct Sessions {
     limits: SessionLimits,
     reaper: AtomicBool,
     prefix: Option<Arc<str>>,
+    /// Numbers sessions in the order they open: among sessions last used in the same
+    /// millisecond, the older makes room first.
+    opened: AtomicU64,
 }
 
 /// Why no session could be opened.
@@ -220,6 +223,7 @@ impl Sessions {
             limits,
             reaper: AtomicBool::new(false),
             prefix,
+            opened: AtomicU64::new(0),
         }
     }
 
@@ -309,6 +313,7 @@ impl Sessions {
             streams: Mutex::new(VecDeque::new()),
             next_stream: AtomicU64::new(1),
             last_used: AtomicU64::new(now),
+            opened: self.opened.fetch_add(1, Ordering::Relaxed),
             active: AtomicUsize::new(0),
             unread: self.limits.unread,
         });
@@ -358,6 +363,7 @@ impl Sessions {
                     (
                         s.connection.is_initialized(),
                         s.last_used.load(Ordering::Acquire),
+                        s.opened,
                     )
                 })
                 .map(|s| s.id.clone());
@@ -494,6 +500,8 @@ pub(crate) struct HttpSession {
     streams: Mutex<VecDeque<Arc<EventLog>>>,
     next_stream: AtomicU64,
     last_used: AtomicU64,
+    /// Its place in the order sessions opened (see [`Sessions::opened`]).
+    opened: u64,
     /// Requests running and streams being read: a session in use never expires.
     active: AtomicUsize,
     /// How long a request may go on while no client reads its stream.
