@@ -1106,6 +1106,12 @@ async fn scoped(auth: &TestAuthServer, hide: bool) -> Protected {
             ResourceSpec::new("file:///public.txt", "public"),
             || async { "public".to_owned() },
         )
+        .resource_template(
+            arctern::server::ResourceTemplateSpec::new("file:///vault/{name}", "vault")
+                .scopes(["files:read"]),
+            || async { "vault".to_owned() },
+        )
+        .completion(|_ctx, _request| async { vec!["payroll.xlsx".to_owned()] })
         .hide_unauthorized(hide)
         .build()
         .unwrap();
@@ -1253,6 +1259,44 @@ async fn scopes_declared_at_registration_are_enforced_with_403() {
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(tools, ["whoami", "write_file"]);
+}
+
+#[tokio::test]
+async fn completions_need_the_scopes_of_what_they_complete() {
+    let auth = TestAuthServer::start().await.unwrap();
+    // Checked by the handler, and by the scope guard when lists are filtered.
+    for hide in [false, true] {
+        let p = scoped(&auth, hide).await;
+        let basic = p.token(&auth, &["mcp:tools"]);
+        // Completing an argument of the prompt or the template needs their scopes too: the
+        // values suggested may show what the scopes protect.
+        let complete = |reference: Value| json!({"ref": reference, "argument": {"name": "name", "value": "pay"}});
+        let prompt_ref = json!({"type": "ref/prompt", "name": "secret"});
+        let template_ref = json!({"type": "ref/resource", "uri": "file:///vault/{name}"});
+        let reply = p
+            .rpc(&basic, "completion/complete", complete(prompt_ref.clone()))
+            .await;
+        assert_insufficient_scope(&p, &reply, "mcp:tools prompts:secret");
+        let reply = p
+            .rpc(
+                &basic,
+                "completion/complete",
+                complete(template_ref.clone()),
+            )
+            .await;
+        assert_insufficient_scope(&p, &reply, "mcp:tools files:read");
+        let reader = p.token(&auth, &["mcp:tools", "files:read", "prompts:secret"]);
+        for reference in [prompt_ref, template_ref] {
+            let reply = p
+                .rpc(&reader, "completion/complete", complete(reference))
+                .await;
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            assert_eq!(
+                message(&reply)["result"]["completion"]["values"],
+                json!(["payroll.xlsx"])
+            );
+        }
+    }
 }
 
 #[tokio::test]

@@ -432,6 +432,11 @@ impl<S: Clone + Send + Sync + 'static> Handler for McpHandler<S> {
         ctx: RequestContext,
         params: CompleteRequestParams,
     ) -> HandlerResult<CompleteResult> {
+        let needs = super::scopes::completion_needs(&self.inner.registry.load(), &params.reference);
+        if let Some(needs) = needs {
+            let target = super::scopes::completion_target(&params.reference);
+            self.admit(&needs, &ctx, target)?;
+        }
         match &self.inner.completer {
             Some(completer) => completer.complete(ctx, params).await,
             None => Err(ErrorObject::method_not_found("completion/complete")),

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use arctern_types::ErrorObject;
+use arctern_types::completion::CompletionReference;
 
 use crate::server::InsufficientScope;
 use crate::server::context::RequestContext;
@@ -96,7 +97,35 @@ fn needed<S>(registry: &Registry<S>, request: &Request) -> Option<Arc<[String]>>
                 .find(|t| t.def.matcher.matches(&p.uri).is_some())
                 .map(|t| t.scopes.clone()),
         },
+        Request::Complete(p) => completion_needs(registry, &p.reference),
         _ => None,
+    }
+}
+
+/// The scopes a completion needs: those of the prompt or resource template whose argument
+/// it completes, since the values it suggests may show what the scopes protect.
+pub(crate) fn completion_needs<S>(
+    registry: &Registry<S>,
+    reference: &CompletionReference,
+) -> Option<Arc<[String]>> {
+    match reference {
+        CompletionReference::Prompt(r) => registry.prompts.get(&r.name).map(|e| e.scopes.clone()),
+        CompletionReference::Resource(r) => registry
+            .templates
+            .iter()
+            .find(|t| t.def.template.uri_template == r.uri)
+            .map(|t| t.scopes.clone())
+            .or_else(|| registry.resources.get(&r.uri).map(|e| e.scopes.clone())),
+        _ => None,
+    }
+}
+
+/// What a completion reference names, for messages.
+pub(crate) fn completion_target(reference: &CompletionReference) -> &str {
+    match reference {
+        CompletionReference::Prompt(r) => &r.name,
+        CompletionReference::Resource(r) => &r.uri,
+        _ => "",
     }
 }
 
@@ -113,8 +142,12 @@ pub(crate) struct ScopeGuard<S> {
 impl<S: Send + Sync + 'static> Middleware for ScopeGuard<S> {
     fn call(&self, call: Call, next: Next) -> BoxFuture<HandlerResult<Response>> {
         let registry = self.inner.registry.load_full();
+        let target = match call.request() {
+            Request::Complete(p) => completion_target(&p.reference),
+            _ => call.target().unwrap_or_default(),
+        };
         if let Some(needs) = needed(&registry, call.request())
-            && let Err(refusal) = admit(&needs, call.context(), call.target().unwrap_or_default())
+            && let Err(refusal) = admit(&needs, call.context(), target)
         {
             return Box::pin(std::future::ready(Err(refusal)));
         }
